@@ -1,0 +1,33 @@
+# The README's two commands are `make demo` and `make test`; each creates .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p out
+	@for f in data/rewards/*.jsonl; do $(BIN)/metrickit summarize $$f; echo; done
+	$(BIN)/metrickit aggregate -i data/rewards/multi_dim.jsonl -o out/metrics.json
+	@echo "out/metrics.json: $$(cat out/metrics.json)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check metrickit tests benchmarks
+	$(BIN)/mypy metrickit
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -1,0 +1,254 @@
+"""Harbor-identical aggregation of reward frames.
+
+:func:`aggregate` reproduces Harbor 0.25's ``Mean``, ``Sum``, ``Min`` and ``Max``
+(``harbor/metrics/base.py::aggregate_reward_dicts``):
+
+* the reward keys are the sorted union of the keys that occur;
+* at most one key: ``{"<metric>": value}`` (the key's own name is dropped);
+* two or more: ``{key: value}`` per key, sorted;
+* a ``null`` row or a missing key counts as the integer 0.
+
+The arithmetic is Python's own (see :mod:`metrickit._harbor_math`), so results equal
+Harbor's bit for bit, including int/float result types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
+from metrickit.errors import AggregationError
+from metrickit.rewards import INT, KIND_PREFIX, MISSING, read_rewards, reward_keys
+
+__all__ = ["HARBOR_METRICS", "aggregate", "reward_arrays"]
+
+Number = int | float
+_Agg = Callable[[npt.NDArray[np.float64], npt.NDArray[np.bool_]], Number]
+
+
+def _mean(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
+    # Empty input: 0, as the seed's example metric.py does (Harbor's own Mean would
+    # divide by zero).
+    return 0 if len(values) == 0 else harbor_mean(values, is_int)
+
+
+def _empty_raises(name: str, fn: _Agg) -> _Agg:
+    def wrapped(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
+        if len(values) == 0:
+            raise AggregationError(
+                f"{name} of no rows is undefined; Harbor's {name.capitalize()} raises here too. "
+                "Use 'mean' or 'sum' (0 for empty input) or check the input is not empty"
+            )
+        return fn(values, is_int)
+
+    return wrapped
+
+
+HARBOR_METRICS: dict[str, _Agg] = {
+    "mean": _mean,
+    "sum": harbor_sum,
+    "min": _empty_raises("min", harbor_min),
+    "max": _empty_raises("max", harbor_max),
+}
+
+
+def _is_frame(obj: Any) -> bool:
+    try:
+        import narwhals as nw
+
+        nw.from_native(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def reward_arrays(
+    frame: Any,
+) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Keys that occur, and per key: values, is-int mask, present mask (numpy arrays).
+
+    Works for frames from :func:`read_rewards` (either backend) and for plain frames of
+    numeric reward columns (integer dtype = ints, float = floats, null = missing).
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    columns = list(nf.columns)
+    if "_status" in columns:
+        invalid = nf.filter(nw.col("_status").cast(nw.String) == "invalid")
+        if len(invalid):
+            lines = invalid.get_column("_line").to_list()[:5] if "_line" in columns else []
+            raise AggregationError(
+                f"the frame has {len(invalid)} invalid row(s) (lines {lines}...) from "
+                "read_rewards(..., errors='report'); fix the input or filter them out "
+                "explicitly (frame[frame['_status'] != 'invalid']) before aggregating"
+            )
+    keys = reward_keys(frame)
+    values: dict[str, np.ndarray] = {}
+    is_int: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray] = {}
+    schema = nf.schema
+    for key in keys:
+        column = nf.get_column(key)
+        kind_name = KIND_PREFIX + key
+        if kind_name in columns:
+            codes = _kind_codes(nf.get_column(kind_name))
+            present[key] = codes != MISSING
+            is_int[key] = (codes == INT) | (codes == MISSING)
+            values[key] = column.to_numpy().astype(np.float64, copy=False)
+        else:
+            nulls = column.is_null().to_numpy()
+            present[key] = ~nulls
+            if schema[key].is_integer():
+                is_int[key] = np.ones(len(column), dtype=np.bool_)
+            else:
+                is_int[key] = nulls.copy()
+            values[key] = column.fill_null(0).to_numpy().astype(np.float64, copy=False)
+            if not np.all(np.isfinite(values[key])):
+                bad = int(np.argmin(np.isfinite(values[key])))
+                raise AggregationError(
+                    f"column {key!r} has a non-finite value {values[key][bad]!r} at row {bad}; "
+                    "expected finite numbers (Harbor rejects NaN and infinity)"
+                )
+    keys = [k for k in keys if present[k].any()]
+    return keys, values, is_int, present
+
+
+def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
+    native = series.to_native()
+    if hasattr(native, "cat") and hasattr(native.cat, "codes"):  # pandas categorical
+        categories = list(native.cat.categories)
+        lookup = np.array([("missing", "int", "float", "bool").index(c) for c in categories])
+        return lookup[native.cat.codes.to_numpy()].astype(np.uint8)
+    import polars as pl
+
+    if isinstance(native, pl.Series):
+        strings = native.cast(pl.String)
+    else:
+        strings = pl.Series(series.to_list(), dtype=pl.String)
+    return strings.replace_strict(
+        ["missing", "int", "float", "bool"], [0, 1, 2, 3], return_dtype=pl.UInt8
+    ).to_numpy()
+
+
+def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
+    keys, values, is_int, _ = reward_arrays(frame)
+    n = len(frame)
+    if len(keys) <= 1:
+        if keys:
+            return {name: fn(values[keys[0]], is_int[keys[0]])}
+        return {name: fn(np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.bool_))}
+    return {key: fn(values[key], is_int[key]) for key in keys}
+
+
+def aggregate(
+    rewards: Any,
+    metric: str | Any = "mean",
+    *,
+    by: str | Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Aggregate rewards exactly as Harbor 0.25 does.
+
+    Parameters
+    ----------
+    rewards
+        A frame from :func:`~metrickit.read_rewards` (pandas or polars), any frame of
+        numeric reward columns, a path, JSONL text, or a list of dicts/None.
+    metric
+        ``"mean"`` (Harbor's default), ``"sum"``, ``"min"``, ``"max"``, or a metric object
+        (anything with ``name`` and ``compute(frame)``, see :mod:`metrickit.metrics`).
+    by
+        Column(s) to group by. The result is then ``{group: {...}}`` with one Harbor dict
+        per group (groups in order of first appearance; a tuple key for several columns).
+
+    Returns
+    -------
+    dict
+        ``{"mean": 0.25}`` for at most one reward key, ``{"a": ..., "b": ...}`` for more.
+
+    Raises
+    ------
+    AggregationError
+        ``min``/``max`` of no rows, invalid rows in the frame, an unknown metric name.
+
+    Examples
+    --------
+    >>> import metrickit as mk
+    >>> mk.aggregate([{"correctness": 1}, {"style": 1}, {}, None])
+    {'correctness': 0.25, 'style': 0.25}
+    >>> mk.aggregate([{"reward": 1}, {"reward": 0}, None], "sum")
+    {'sum': 1}
+    """
+    if not _is_frame(rewards):
+        rewards = read_rewards(rewards)
+    if by is not None:
+        return _aggregate_by(rewards, metric, by)
+    if isinstance(metric, str):
+        try:
+            fn = HARBOR_METRICS[metric]
+        except KeyError:
+            raise AggregationError(
+                f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)} "
+                "or a metric object"
+            ) from None
+        return _harbor_dict(rewards, metric, fn)
+    compute = getattr(metric, "compute", None)
+    if compute is None:
+        raise AggregationError(
+            f"metric {metric!r} is neither a name ({sorted(HARBOR_METRICS)}) nor an object "
+            "with compute(frame)"
+        )
+    result = compute(rewards)
+    return result if isinstance(result, dict) else {getattr(metric, "name", "metric"): result}
+
+
+def group_indices(frame: Any, by: str | Sequence[str]) -> dict[Any, np.ndarray]:
+    """Row indices of each group, groups in order of first appearance.
+
+    A single column gives scalar labels, several give tuples. Nulls form their own group.
+    """
+    import narwhals as nw
+    import pandas as pd
+
+    nf = nw.from_native(frame, eager_only=True)
+    by_cols = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in by_cols if c not in nf.columns]
+    if missing:
+        raise AggregationError(f"by={missing[0]!r} is not a column; columns are {list(nf.columns)}")
+    columns = [nf.get_column(c).to_list() for c in by_cols]
+    labels = columns[0] if len(by_cols) == 1 else list(zip(*columns, strict=True))
+    codes, uniques = pd.factorize(pd.Series(labels, dtype=object), use_na_sentinel=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    return {uniques[i]: order[bounds[i] : bounds[i + 1]] for i in range(len(uniques))}
+
+
+def _aggregate_by(rewards: Any, metric: Any, by: str | Sequence[str]) -> dict[Any, Any]:
+    import narwhals as nw
+
+    groups = group_indices(rewards, by)
+    if isinstance(metric, str):
+        fn = HARBOR_METRICS.get(metric)
+        if fn is None:
+            raise AggregationError(
+                f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)}"
+            )
+        keys, values, is_int, present = reward_arrays(rewards)
+        out: dict[Any, Any] = {}
+        for label, idx in groups.items():
+            # Harbor sees only this group's rows: its key set is what occurs in them.
+            here = [k for k in keys if present[k][idx].any()]
+            if len(here) <= 1:
+                if here:
+                    out[label] = {metric: fn(values[here[0]][idx], is_int[here[0]][idx])}
+                else:
+                    out[label] = {metric: fn(np.zeros(len(idx)), np.ones(len(idx), bool))}
+            else:
+                out[label] = {k: fn(values[k][idx], is_int[k][idx]) for k in here}
+        return out
+    nf = nw.from_native(rewards, eager_only=True)
+    return {label: aggregate(nf[idx].to_native(), metric) for label, idx in groups.items()}

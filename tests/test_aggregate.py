@@ -1,0 +1,113 @@
+"""aggregate: Harbor's documented examples, edge cases, and equality with a plain-Python Harbor."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import polars as pl
+import pytest
+from harbor_reference import harbor_aggregate
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import metrickit as mk
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("single_dim", {"mean": 0.25}),
+        ("multi_dim", {"correctness": 0.5, "style": 0.5}),
+        ("missing_dims", {"correctness": 0.25, "style": 0.25}),
+        ("all_null", {"mean": 0.0}),
+    ],
+)
+def test_harbor_metrics_page_examples(data_dir, backend, name, expected):
+    df = mk.read_rewards(data_dir / "rewards" / f"{name}.jsonl", backend=backend)
+    assert mk.aggregate(df) == expected
+
+
+def test_paths_and_rows_accepted(data_dir):
+    assert mk.aggregate(data_dir / "rewards" / "single_dim.jsonl") == {"mean": 0.25}
+    assert mk.aggregate([{"reward": 1}, {"reward": 0}, None, {"reward": 0}]) == {"mean": 0.25}
+
+
+def test_sum_min_max_types_follow_python():
+    rows = [{"b": 1, "a": 0.5}, {"a": 1}, None]
+    assert mk.aggregate(rows, "mean") == {"a": 0.5, "b": 1 / 3}
+    total = mk.aggregate(rows, "sum")
+    assert total == {"a": 1.5, "b": 1} and isinstance(total["b"], int)
+    top = mk.aggregate(rows, "max")
+    assert top == {"a": 1, "b": 1} and isinstance(top["a"], int)
+    low = mk.aggregate([{"reward": 1.0}, None], "min")
+    assert low == {"min": 0} and isinstance(low["min"], int)
+    assert json.dumps(mk.aggregate([{"reward": 1.0}, {"reward": 0.0}], "min")) == '{"min": 0.0}'
+
+
+def test_compensated_sum_like_python312():
+    floats = [{"r": 1e16}, {"r": 1.0}, {"r": -1e16}]
+    assert mk.aggregate(floats, "sum") == {"sum": 1.0}
+    mixed = [{"r": 1e16}, {"r": 1}, {"r": -1e16}]
+    assert mk.aggregate(mixed, "sum") == {"sum": 0.0}  # what Python 3.12's sum() returns
+    assert mk.aggregate([{"r": 0.1}] * 10, "sum") == {"sum": 1.0}
+
+
+def test_empty_input():
+    empty = mk.read_rewards("")
+    assert len(empty) == 0
+    assert mk.aggregate(empty) == {"mean": 0}
+    assert mk.aggregate(empty, "sum") == {"sum": 0}
+    for name in ("min", "max"):
+        with pytest.raises(mk.AggregationError, match="no rows"):
+            mk.aggregate(empty, name)
+
+
+def test_unknown_metric():
+    with pytest.raises(mk.AggregationError, match="unknown metric 'median'"):
+        mk.aggregate([{"a": 1}], "median")
+
+
+def test_plain_frames_work_too():
+    df = pd.DataFrame({"correctness": [1, 0, 1, 0], "style": [0.5, 1.0, None, 0.5]})
+    assert mk.aggregate(df) == {"correctness": 0.5, "style": 0.5}
+    assert mk.aggregate(pl.from_pandas(df)) == {"correctness": 0.5, "style": 0.5}
+    with pytest.raises(mk.AggregationError, match="non-finite"):
+        mk.aggregate(pd.DataFrame({"r": [1.0, float("inf")]}))
+
+
+def test_by_groups():
+    df = mk.read_rewards([{"r": 1}, {"r": 0}, {"r": 1}, None])
+    df["agent"] = ["a", "b", "a", "b"]
+    assert mk.aggregate(df, by="agent") == {"a": {"mean": 1.0}, "b": {"mean": 0.0}}
+    with pytest.raises(mk.AggregationError, match="not a column"):
+        mk.aggregate(df, by="model")
+
+
+keys = st.sampled_from(["a", "b", "reward", "z"])
+values = st.one_of(
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    st.booleans(),
+    st.sampled_from([0, 1, 0.5, 1.0, 1e16, -1e16, 0.1]),
+)
+rows = st.lists(st.one_of(st.none(), st.dictionaries(keys, values, max_size=3)), max_size=30)
+
+
+@given(rows, st.sampled_from(["mean", "sum", "min", "max"]), st.sampled_from(["pandas", "polars"]))
+@example([{"r": 1e16}, {"r": 1}, {"r": -1e16}], "sum", "pandas")
+@example([None, {}], "max", "polars")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_equals_plain_python_harbor(rewards, metric, backend):
+    text = "\n".join(json.dumps(r) for r in rewards)
+    frame = mk.read_rewards(text, backend=backend)
+    if not rewards and metric in ("min", "max"):
+        with pytest.raises(mk.AggregationError):
+            mk.aggregate(frame, metric)
+        return
+    expected = harbor_aggregate(rewards, metric)
+    got = mk.aggregate(frame, metric)
+    # bit-identical, including int/float types (json.dumps shows both)
+    assert json.dumps(got) == json.dumps(expected)
+    assert mk.aggregate(rewards, metric) == got

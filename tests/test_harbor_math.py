@@ -1,0 +1,129 @@
+"""metrickit's vectorised Harbor arithmetic against real CPython >= 3.12 results."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from harbor_reference import harbor_sum_py
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
+
+GOLDEN = json.loads((Path(__file__).parent / "data" / "harbor_sum_golden.json").read_text())
+
+
+def _arrays(values):
+    return (
+        np.array([float(v) for v in values], dtype=np.float64),
+        np.array([isinstance(v, int) for v in values], dtype=np.bool_),
+    )
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: str(len(c["values"])))
+def test_matches_python312_golden(case):
+    values, is_int = _arrays(case["values"])
+    assert repr(harbor_sum(values, is_int)) == case["sum"]
+    assert repr(harbor_min(values, is_int)) == case["min"]
+    assert repr(harbor_max(values, is_int)) == case["max"]
+    # the plain-Python reference used by other tests agrees as well
+    assert repr(harbor_sum_py(case["values"])) == case["sum"]
+
+
+def test_compensation_examples_from_the_issue():
+    # Python >= 3.12: floats are compensated ...
+    assert harbor_sum(*_arrays([1e16, 1.0, -1e16])) == 1.0
+    # ... but an int met after the first float is added without compensation.
+    assert harbor_sum(*_arrays([1e16, 1, -1e16])) == 0.0
+    assert harbor_sum(*_arrays([0.1] * 10)) == 1.0
+    assert sum([0.1] * 10) != 1.0 or math.isclose(sum([0.1] * 10), 1.0)  # 3.11 differs
+
+
+def test_int_sums_stay_exact_ints():
+    total = harbor_sum(*_arrays([2**53, 1, 1, -3]))
+    assert isinstance(total, int)
+    assert total == 2**53 - 1
+
+
+def test_empty():
+    empty = np.zeros(0)
+    assert harbor_sum(empty, empty.astype(bool)) == 0
+    with pytest.raises(ValueError):
+        harbor_min(empty, empty.astype(bool))
+    with pytest.raises(ZeroDivisionError):
+        harbor_mean(empty, empty.astype(bool))
+
+
+numbers = st.one_of(
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0, 1, 0.5, 1.0, 1e16, -1e16, 0.1]),
+)
+
+
+@given(st.lists(numbers, max_size=60))
+@example([1e16, 1, -1e16])
+@example([1, 1e16, -1e16])
+@example([1.7e308, 1.7e308, -1.7e308])
+@example([-0.0])
+@example([0, -0.0])
+@settings(max_examples=400, deadline=None)
+def test_vectorised_equals_python_reference(values):
+    v, i = _arrays(values)
+    expected = harbor_sum_py(values)
+    got = harbor_sum(v, i)
+    assert repr(got) == repr(expected)
+    if values:
+        assert repr(harbor_min(v, i)) == repr(min(values))
+        assert repr(harbor_max(v, i)) == repr(max(values))
+
+
+def _python312() -> str | None:
+    """A working Python 3.12/3.13 (pyenv shims may exist without a usable version)."""
+    candidates = [str(p) for p in sorted(Path.home().glob(".pyenv/versions/3.1[23]*/bin/python"))]
+    candidates += [c for c in (shutil.which("python3.12"), shutil.which("python3.13")) if c]
+    for candidate in candidates:
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() in ("(3, 12)", "(3, 13)"):
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(
+    _python312() is None, reason="no Python >= 3.12 here; the golden corpus covers it"
+)
+def test_against_live_python312():
+    rng = np.random.default_rng(5)
+    cases = []
+    for _ in range(300):
+        n = int(rng.integers(1, 50))
+        row = [
+            int(rng.integers(-5, 5))
+            if rng.random() < 0.4
+            else float(rng.normal() * 10.0 ** int(rng.integers(-3, 17)))
+            for _ in range(n)
+        ]
+        cases.append(row)
+    out = subprocess.run(
+        [
+            _python312(),
+            "-c",
+            "import json,sys; print(json.dumps([repr(sum(r)) for r in json.load(sys.stdin)]))",
+        ],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for row, expected in zip(cases, json.loads(out), strict=True):
+        assert repr(harbor_sum(*_arrays(row))) == expected

@@ -1,0 +1,252 @@
+"""read_rewards: loading, zero-fill, metadata, errors, backends."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import metrickit as mk
+from metrickit.rewards import _parse_fast, _parse_slow
+
+SINGLE = '{"reward": 1}\n{"reward": 0}\nnull\n{"reward": 0}\n'
+
+
+def _frames_equal(pdf: pd.DataFrame, pldf: pl.DataFrame) -> None:
+    assert list(pdf.columns) == pldf.columns
+    for col in pdf.columns:
+        left = pdf[col].astype(object).tolist() if col.startswith("_") else pdf[col].tolist()
+        right = (
+            pldf[col].cast(pl.String).to_list()
+            if col in ("_source", "_status") or col.startswith("_kind_")
+            else pldf[col].to_list()
+        )
+        if col in ("_source", "_status") or col.startswith("_kind_"):
+            left = [str(v) for v in left]
+        assert left == right, col
+
+
+def test_sample_files_load(data_dir):
+    df = mk.read_rewards(data_dir / "rewards" / "multi_dim.jsonl")
+    assert list(df.columns) == [
+        "_source",
+        "_line",
+        "_status",
+        "correctness",
+        "style",
+        "_kind_correctness",
+        "_kind_style",
+    ]
+    assert df["correctness"].dtype == np.float64
+    assert df["_status"].tolist() == ["ok", "ok", "null", "ok"]
+    assert df["_line"].tolist() == [1, 2, 3, 4]
+    assert df["style"].tolist() == [0.5, 1.0, 0.0, 0.5]
+    assert df["_kind_style"].tolist() == ["float", "int", "missing", "float"]
+
+
+def test_filled_zero_is_distinguishable_from_real_zero():
+    df = mk.read_rewards('{"a": 0, "b": 1}\n{"b": 0}\n{}\nnull\n')
+    mask = mk.filled_mask(df)
+    assert mask["a"].tolist() == [False, True, True, True]
+    assert mask["b"].tolist() == [False, False, True, True]
+    assert df["a"].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert df["_status"].tolist() == ["ok", "ok", "empty", "null"]
+
+
+def test_blank_lines_are_not_rows_but_keep_numbering(data_dir):
+    df = mk.read_rewards(data_dir / "rewards" / "blank_and_bool.jsonl")
+    assert df["_line"].tolist() == [1, 2, 4, 5, 7]
+    assert df["reward"].tolist() == [1.0, 0.5, 1.0, 0.25, 0.0]
+    assert df["_kind_reward"].tolist() == ["float", "float", "bool", "float", "bool"]
+
+
+def test_sources_of_every_kind(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(SINGLE)
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(SINGLE.encode()))
+    rows = [{"reward": 1}, {"reward": 0}, None, {"reward": 0}]
+    frames = [
+        mk.read_rewards(path),
+        mk.read_rewards(str(path)),
+        mk.read_rewards(gz),
+        mk.read_rewards(SINGLE),
+        mk.read_rewards(SINGLE.encode()),
+        mk.read_rewards(io.StringIO(SINGLE)),
+        mk.read_rewards(io.BytesIO(SINGLE.encode())),
+        mk.read_rewards(rows),
+        mk.read_rewards(iter(rows)),
+    ]
+    for frame in frames:
+        assert frame["reward"].tolist() == [1.0, 0.0, 0.0, 0.0]
+        assert mk.aggregate(frame) == {"mean": 0.25}
+
+
+def test_many_files_and_globs(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\nnull\n')
+    (tmp_path / "b.jsonl").write_text('{"y": 2}\n')
+    df = mk.read_rewards([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert df["_source"].astype(str).tolist() == [str(tmp_path / "a.jsonl")] * 2 + [
+        str(tmp_path / "b.jsonl")
+    ]
+    assert df["_line"].tolist() == [1, 2, 1]
+    assert df["x"].tolist() == [1.0, 0.0, 0.0]
+    assert df["_kind_y"].tolist() == ["missing", "missing", "int"]
+    globbed = mk.read_rewards(str(tmp_path / "*.jsonl"))
+    assert len(globbed) == 3
+
+
+def test_key_first_seen_late_is_a_column(tmp_path):
+    path = tmp_path / "late.jsonl"
+    n = 900_000
+    lines = ['{"reward": 1}'] * (n - 1) + ['{"reward": 0, "late": 0.5}']
+    path.write_text("\n".join(lines) + "\n")
+    df = mk.read_rewards(path, backend="polars")
+    assert df.height == n
+    assert "late" in df.columns
+    assert df["late"].sum() == 0.5
+    assert df["_line"][-1] == n
+    assert df["_kind_late"][-1] == "float"
+
+
+BAD_LINES = [
+    ('{"a": 1', "invalid JSON"),
+    ('{"a": 1,}', "invalid JSON"),
+    ("[1, 2]", "JSON list"),
+    ("5", "JSON number"),
+    ('"x"', "JSON string"),
+    ("true", "JSON boolean"),
+    ('{"a": "high"}', "'high' (str)"),
+    ('{"a": {"b": 1}}', "{'b': 1} (object)"),
+    ('{"a": [1]}', "(list)"),
+    ('{"a": null}', "None (null)"),
+    ('{"a": NaN}', "is NaN"),
+    ('{"a": Infinity}', "is Infinity"),
+    ('{"a": -Infinity}', "is -Infinity"),
+    ('{"a": 1e400}', "inf"),
+    ('{"a": 1, "a": 2}', "more than once"),
+    ('{"a": 123456789012345678901}', "too large"),
+]
+
+
+@pytest.mark.parametrize(("line", "fragment"), BAD_LINES)
+def test_bad_values_raise_with_file_line_key(tmp_path, line, fragment):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\nnull\n' + line + "\n")
+    with pytest.raises(mk.RewardFileError) as info:
+        mk.read_rewards(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:3: ")
+    assert fragment in message
+    assert "expected" in message
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, mk.MetrickitError)
+
+
+def test_invalid_utf8(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a\xff": 1}\n')
+    with pytest.raises(mk.RewardFileError, match=r"bad.jsonl:2: line is not valid UTF-8"):
+        mk.read_rewards(path)
+
+
+def test_report_mode_lists_every_problem_and_keeps_rows(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    text = "\n".join(['{"a": 1}', '{"a": "x"}', "null", "[1]", '{"a": 0.5}', "{oops"]) + "\n"
+    path.write_text(text)
+    frame, problems = mk.read_rewards(path, errors="report")
+    assert len(frame) == 6
+    assert [p.line for p in problems] == [2, 4, 6]
+    assert frame["_status"].tolist() == ["ok", "invalid", "null", "invalid", "ok", "invalid"]
+    assert frame["a"].tolist() == [1.0, 0.0, 0.0, 0.0, 0.5, 0.0]
+    assert problems[0].key == "a"
+    with pytest.raises(mk.AggregationError, match="invalid row"):
+        mk.aggregate(frame)
+    clean = frame[frame["_status"] != "invalid"]
+    assert mk.aggregate(clean) == {"mean": 0.5}
+
+
+def test_raise_mode_counts_the_rest(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": "x"}\n{"a": "y"}\n')
+    with pytest.raises(mk.RewardFileError, match="1 more problem"):
+        mk.read_rewards(path)
+
+
+def test_bad_rows_in_memory():
+    with pytest.raises(mk.RewardFileError, match=r"<rows>:2: value of 'r' is '1'"):
+        mk.read_rewards([{"r": 1}, {"r": "1"}])
+
+
+def test_key_clash_with_metadata():
+    with pytest.raises(mk.RewardFileError, match="clashes"):
+        mk.read_rewards('{"_line": 1}\n')
+
+
+def test_bom_and_crlf():
+    df = mk.read_rewards(b'\xef\xbb\xbf{"a": 1}\r\nnull\r\n{"a": 0.5}\r\n')
+    assert df["a"].tolist() == [1.0, 0.0, 0.5]
+    assert df["_status"].tolist() == ["ok", "null", "ok"]
+
+
+def test_missing_file_names_the_path(tmp_path):
+    with pytest.raises(mk.RewardFileError, match="no such file"):
+        mk.read_rewards(tmp_path / "nope.jsonl")
+
+
+# -- property tests ----------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "reward", "stil", "ключ", "x:y", "nullable", ""])
+values = st.one_of(
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.booleans(),
+    st.sampled_from([0, 1, 0.5, 1.0, -0.0]),
+)
+row = st.one_of(st.none(), st.dictionaries(keys, values, max_size=4))
+
+
+def _dump(rows, style):
+    out = []
+    for r in rows:
+        if style == 0:
+            out.append(json.dumps(r))
+        else:
+            out.append(json.dumps(r, separators=(",", ":")))
+    return "\n".join(out) + ("\n" if style else "")
+
+
+@given(st.lists(row, max_size=40), st.integers(0, 1))
+@example([None, None], 0)
+@example([{}, None, {"a": 1}], 1)
+@example([None, {"a": 1, "b": 0.5}, {"b": 1}], 0)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_properties_rows_lines_backends_and_paths_agree(rows, style):
+    text = _dump(rows, style)
+    pdf = mk.read_rewards(text)
+    pldf = mk.read_rewards(text, backend="polars")
+    # rows == non-blank lines
+    assert len(pdf) == len(rows) == pldf.height
+    assert pdf["_line"].tolist() == list(range(1, len(rows) + 1))
+    _frames_equal(pdf, pldf)
+    # the fast (polars) path, where it applies, equals the exact line-by-line path
+    fast = _parse_fast("t", text.encode())
+    slow, problems = _parse_slow("t", text.encode())
+    assert not problems
+    if fast is not None:
+        assert sorted(fast.values) == sorted(slow.values)
+        for key in slow.values:
+            assert fast.values[key].tolist() == slow.values[key].tolist()
+            assert fast.kinds[key].tolist() == slow.kinds[key].tolist()
+        assert fast.status.tolist() == slow.status.tolist()
+    # zero fill: every missing cell is 0 and marked missing
+    for key in mk.reward_keys(pdf):
+        missing = pdf[mk.kind_column(key)] == "missing"
+        assert (pdf.loc[missing, key] == 0).all()
