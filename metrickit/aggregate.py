@@ -22,7 +22,15 @@ import numpy.typing as npt
 
 from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
 from metrickit.errors import AggregationError
-from metrickit.rewards import INT, KIND_PREFIX, MISSING, read_rewards, reward_keys
+from metrickit.rewards import (
+    INT,
+    INVALID,
+    KIND_PREFIX,
+    MISSING,
+    STATUSES,
+    read_rewards,
+    reward_keys,
+)
 
 __all__ = ["HARBOR_METRICS", "aggregate", "reward_arrays"]
 
@@ -79,11 +87,15 @@ def reward_arrays(
     nf = nw.from_native(frame, eager_only=True)
     columns = list(nf.columns)
     if "_status" in columns:
-        invalid = nf.filter(nw.col("_status").cast(nw.String) == "invalid")
-        if len(invalid):
-            lines = invalid.get_column("_line").to_list()[:5] if "_line" in columns else []
+        invalid = category_codes(nf.get_column("_status"), STATUSES) == INVALID
+        if invalid.any():
+            lines = (
+                nf.get_column("_line").to_numpy()[invalid][:5].tolist()
+                if "_line" in columns
+                else []
+            )
             raise AggregationError(
-                f"the frame has {len(invalid)} invalid row(s) (lines {lines}...) from "
+                f"the frame has {int(invalid.sum())} invalid row(s) (lines {lines}...) from "
                 "read_rewards(..., errors='report'); fix the input or filter them out "
                 "explicitly (frame[frame['_status'] != 'invalid']) before aggregating"
             )
@@ -118,21 +130,31 @@ def reward_arrays(
     return keys, values, is_int, present
 
 
-def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
-    native = series.to_native()
+def category_codes(series: Any, categories: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """Codes of a categorical column against ``categories`` (their positions), fast.
+
+    Handles pandas Categorical and polars Enum/Categorical without turning each cell into
+    a string; falls back to strings for any other column type.
+    """
+    native = series.to_native() if hasattr(series, "to_native") else series
+    wanted = {c: i for i, c in enumerate(categories)}
     if hasattr(native, "cat") and hasattr(native.cat, "codes"):  # pandas categorical
-        categories = list(native.cat.categories)
-        lookup = np.array([("missing", "int", "float", "bool").index(c) for c in categories])
-        return lookup[native.cat.codes.to_numpy()].astype(np.uint8)
+        lookup = np.array([wanted.get(str(c), 255) for c in native.cat.categories] + [255])
+        codes = native.cat.codes.to_numpy()
+        return lookup[codes].astype(np.uint8)  # code -1 (NaN) indexes the trailing 255
     import polars as pl
 
-    if isinstance(native, pl.Series):
-        strings = native.cast(pl.String)
-    else:
-        strings = pl.Series(series.to_list(), dtype=pl.String)
-    return strings.replace_strict(
-        ["missing", "int", "float", "bool"], [0, 1, 2, 3], return_dtype=pl.UInt8
-    ).to_numpy()
+    if isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
+        cats = list(native.dtype.categories)
+        lookup = np.array([wanted.get(c, 255) for c in cats] + [255])
+        physical = native.to_physical().fill_null(len(cats)).to_numpy()
+        return lookup[physical].astype(np.uint8)
+    values = [str(v) for v in (native.to_list() if hasattr(native, "to_list") else native)]
+    return np.array([wanted.get(v, 255) for v in values], dtype=np.uint8)
+
+
+def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
+    return category_codes(series, ("missing", "int", "float", "bool"))
 
 
 def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
@@ -143,6 +165,19 @@ def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
             return {name: fn(values[keys[0]], is_int[keys[0]])}
         return {name: fn(np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.bool_))}
     return {key: fn(values[key], is_int[key]) for key in keys}
+
+
+def _finished_trials(frame: Any) -> Any:
+    """``frame`` without the rows of Harbor trials that are still running."""
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    if "_status" not in nf.columns:
+        return frame
+    running = nf.get_column("_status").cast(nw.String) == "running"
+    if not running.any():
+        return frame
+    return nf.filter(~running).to_native()
 
 
 def aggregate(
@@ -165,6 +200,10 @@ def aggregate(
         Column(s) to group by. The result is then ``{group: {...}}`` with one Harbor dict
         per group (groups in order of first appearance; a tuple key for several columns).
 
+    A trial table from :func:`~metrickit.read_harbor_job` works too; its running trials
+    (``_status == "running"``, no result yet) are left out, as Harbor's job metrics only
+    cover finished trials (:func:`metrickit.harbor.job_metrics` also offers Harbor 0.26's policy).
+
     Returns
     -------
     dict
@@ -185,6 +224,7 @@ def aggregate(
     """
     if not _is_frame(rewards):
         rewards = read_rewards(rewards)
+    rewards = _finished_trials(rewards)
     if by is not None:
         return _aggregate_by(rewards, metric, by)
     if isinstance(metric, str):

@@ -49,6 +49,70 @@ def _summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+@_command("new-metric")
+def _new_metric(args: argparse.Namespace) -> int:
+    from metrickit.scripts import write_metric_script
+
+    weights = None
+    if args.weights:
+        weights = {}
+        for item in args.weights.split(","):
+            key, _, value = item.partition("=")
+            try:
+                weights[key.strip()] = float(value)
+            except ValueError:
+                raise SystemExit(
+                    f"metrickit new-metric: error: --weights item {item!r} is not KEY=NUMBER"
+                ) from None
+    function = None
+    if args.kind == "function":
+        if not args.source:
+            raise SystemExit("metrickit new-metric: error: --kind function needs --from FILE:FUNC")
+        function = _load_function(args.source)
+    out = write_metric_script(
+        args.output,
+        kind=args.kind,
+        name=args.name,
+        threshold=args.threshold,
+        keys=args.keys or (),
+        weights=weights,
+        q=args.q,
+        key=args.key,
+        function=function,
+    )
+    print(
+        f"wrote {out}: a Harbor metric.py ({args.kind}); run it with "
+        f"`uv run {out} -i rewards.jsonl -o metrics.json`"
+    )
+    return 0
+
+
+def _load_function(spec: str) -> Callable[..., object]:
+    import importlib.util
+
+    file, _, name = spec.rpartition(":")
+    if not file or not name:
+        raise SystemExit(f"metrickit new-metric: error: --from {spec!r} is not FILE.py:FUNCTION")
+    module_spec = importlib.util.spec_from_file_location("_metrickit_user_metric", file)
+    if module_spec is None or module_spec.loader is None:
+        raise SystemExit(f"metrickit new-metric: error: cannot import {file}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise SystemExit(f"metrickit new-metric: error: {file} has no function {name!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+@_command("check-scorer")
+def _check_scorer(args: argparse.Namespace) -> int:
+    from metrickit.scorers import check_scorer
+
+    report = check_scorer(args.scorer, args.cases, n=args.n, timeout=args.timeout)
+    print(report)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrickit", description="Load, aggregate and summarise evaluation rewards."
@@ -86,6 +150,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="print a readable summary of a reward file or Harbor job folder",
     )
     summ.add_argument("path", type=Path, help="reward .jsonl(.gz) file or Harbor job folder")
+
+    new = sub.add_parser(
+        "new-metric",
+        help="write a Harbor-ready metric.py for a built-in or your own metric",
+        description="Write a standalone metric.py (stdlib only, PEP 723 header, -i/-o contract).",
+    )
+    new.add_argument("name", help="name of the metric (the key it writes)")
+    new.add_argument("-o", "--output", type=Path, required=True, help="file to write")
+    new.add_argument(
+        "--kind",
+        default="mean",
+        choices=["mean", "sum", "min", "max", "pass_rate", "weighted", "quantile", "function"],
+        help="what the script computes (mean/sum/min/max are Harbor's own)",
+    )
+    new.add_argument("--threshold", type=float, default=1.0, help="pass_rate: minimum reward")
+    new.add_argument("--keys", nargs="*", help="pass_rate: keys that must pass (default all)")
+    new.add_argument("--weights", help="weighted: KEY=W,KEY=W")
+    new.add_argument("--q", type=float, default=0.5, help="quantile: which quantile")
+    new.add_argument("--key", help="quantile: which reward key")
+    new.add_argument(
+        "--from",
+        dest="source",
+        help="function: FILE.py:FUNC, a compute(rewards) -> dict over reward rows",
+    )
+
+    check = sub.add_parser(
+        "check-scorer",
+        help="check a scorer file against the scorer contract on sample cases",
+        description="Run metric.py's score() on sample cases in a separate process and print "
+        "a report; exit 1 when the contract is broken.",
+    )
+    check.add_argument("scorer", type=Path, help="scorer file (metric.py) defining score()")
+    check.add_argument("--cases", type=Path, required=True, help="case table (JSONL)")
+    check.add_argument("--n", type=int, default=3, help="sample cases to run (default: 3)")
+    check.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
+    )
     return parser
 
 

@@ -30,7 +30,28 @@ class MetricError(MetrickitError, ValueError):
 
 
 class MetricScriptError(MetricError):
-    """A Harbor ``metric.py`` script failed, timed out or wrote an unusable result."""
+    """A Harbor ``metric.py`` script failed, timed out or wrote an unusable result.
+
+    ``stderr_tail`` holds the end of what the script wrote to stderr.
+    """
+
+    def __init__(self, message: str, stderr_tail: str = "") -> None:
+        if stderr_tail:
+            message = f"{message}\n--- end of the script's stderr ---\n{stderr_tail}"
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
+class MetricScriptTimeout(MetricScriptError, TimeoutError):
+    """A metric script ran past its timeout and was killed."""
+
+
+class MetricScriptExit(MetricScriptError):
+    """A metric script exited with a non-zero status."""
+
+
+class MetricScriptOutputError(MetricScriptError):
+    """A metric script wrote no output file, or one that is not a JSON object of numbers."""
 
 
 class ScorerError(MetrickitError, ValueError):
@@ -38,7 +59,19 @@ class ScorerError(MetrickitError, ValueError):
 
 
 class SpecError(MetrickitError, ValueError):
-    """A REWARD_SPEC is invalid."""
+    """A REWARD_SPEC is invalid; ``problems`` lists every problem found, one message each."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
+
+
+class RewardInputError(MetrickitError, ValueError):
+    """A value given to ``reward()`` or ``RewardSpec.score_frame`` that the spec cannot score."""
+
+
+class JudgeNotConfiguredError(MetrickitError, RuntimeError):
+    """``skynet.llm()`` was called but no judge model was configured with ``set_judge``."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,138 @@
+"""Loading a 1,000,000-line Harbor reward file: metrickit against the usual ways.
+
+Each method runs in its own subprocess (so peak RSS is its own), best of ``--repeat`` runs.
+Peak memory is reported above the process's RSS after imports (the import baseline).
+
+    python benchmarks/bench_load.py            # 1M lines (~42 MB)
+    python benchmarks/bench_load.py -n 200000  # quicker
+
+Methods
+-------
+plain-loop      json.loads per line into dicts, then a pandas DataFrame (Harbor's metric.py style)
+pandas          pandas.read_json(lines=True) after rewriting null lines to {} (it rejects them)
+polars-schema   polars.read_ndjson with the schema given up front, null lines rewritten
+                (fast but unsafe: hides keys outside the schema, duplicates, null values)
+metrickit       metrickit.read_rewards (strict), pandas and polars backends
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_rewards import KEYS, generate  # noqa: E402
+
+METHODS = ["plain-loop", "pandas", "polars-schema", "metrickit", "metrickit-polars"]
+
+
+def _child(method: str, path: str, repeat: int) -> None:
+    import resource
+
+    import pandas as pd
+    import polars as pl
+
+    import metrickit as mk
+
+    def rss_mb() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    baseline = rss_mb()
+
+    def plain_loop() -> object:
+        rows = []
+        with open(path) as fh:
+            for line in fh:
+                if line.strip():
+                    rows.append(json.loads(line) or {})
+        return pd.DataFrame(rows).fillna(0.0)
+
+    def pandas_read_json() -> object:
+        text = Path(path).read_text().replace("\nnull\n", "\n{}\n").replace("\nnull\n", "\n{}\n")
+        if text.startswith("null\n"):
+            text = "{}" + text[4:]
+        import io
+
+        return pd.read_json(io.StringIO(text), lines=True).fillna(0.0)
+
+    def polars_schema() -> object:
+        data = Path(path).read_bytes().replace(b"\nnull\n", b"\n{}\n").replace(b"\nnull\n", b"\n{}\n")
+        if data.startswith(b"null\n"):
+            data = b"{}" + data[4:]
+        return pl.read_ndjson(data, schema={k: pl.Float64 for k in KEYS}).fill_null(0.0)
+
+    fns = {
+        "plain-loop": plain_loop,
+        "pandas": pandas_read_json,
+        "polars-schema": polars_schema,
+        "metrickit": lambda: mk.read_rewards(path),
+        "metrickit-polars": lambda: mk.read_rewards(path, backend="polars"),
+    }
+    best = float("inf")
+    frame = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        frame = fns[method]()
+        best = min(best, time.perf_counter() - start)
+    agg = None
+    if method.startswith("metrickit"):
+        agg_best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            mk.aggregate(frame)
+            agg_best = min(agg_best, time.perf_counter() - start)
+        agg = agg_best
+    print(json.dumps({"method": method, "seconds": best, "peak_mb": rss_mb() - baseline,
+                      "aggregate_seconds": agg}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", "--lines", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--methods", nargs="*", default=METHODS)
+    parser.add_argument("--child", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], args.child[1], args.repeat)
+        return
+    data_dir = HERE / "_data"
+    data_dir.mkdir(exist_ok=True)
+    path = data_dir / f"rewards_{args.lines}.jsonl"
+    if not path.exists():
+        generate(path, args.lines, seed=0)
+    size_mb = path.stat().st_size / 1e6
+    results = {}
+    for method in args.methods:
+        repeat = 1 if method == "plain-loop" else args.repeat
+        out = subprocess.run(
+            [sys.executable, __file__, "--repeat", str(repeat), "--child", method, str(path)],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        results[method] = json.loads(out.strip().splitlines()[-1])
+    print(f"file: {path.name}, {args.lines:,} lines, {size_mb:.1f} MB")
+    print(f"{'method':<18}{'seconds':>9}{'MB/s':>9}{'peak MB':>9}{'x file':>8}"
+          f"{'vs plain':>10}{'vs polars':>11}")
+    plain = results.get("plain-loop", {}).get("seconds")
+    polars = results.get("polars-schema", {}).get("seconds")
+    for method, r in results.items():
+        s = r["seconds"]
+        vs_plain = f"{plain / s:.1f}x" if plain else "-"
+        vs_polars = f"{polars / s:.2f}x" if polars else "-"
+        print(f"{method:<18}{s:>9.3f}{size_mb / s:>9.1f}{r['peak_mb']:>9.0f}"
+              f"{r['peak_mb'] / size_mb:>8.2f}{vs_plain:>10}{vs_polars:>11}")
+    for method in ("metrickit", "metrickit-polars"):
+        if method in results and results[method]["aggregate_seconds"] is not None:
+            r = results[method]
+            print(f"aggregate after {method}: {r['aggregate_seconds'] * 1000:.1f} ms "
+                  f"= {100 * r['aggregate_seconds'] / r['seconds']:.1f} % of the load time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,582 @@
+"""Metrics as named column operations, and metric definitions side by side.
+
+A :class:`Metric` turns a reward frame into a number or a dict of named numbers. Most
+metrics are *per-row values + a reduction*: a narwhals expression (or column) gives one
+value per row and a vectorised reducer (mean, sum, quantile, ...) turns them into the
+metric. Written that way, one definition runs unchanged on pandas, polars (and other
+narwhals-supported) frames, and its uncertainty comes cheaply: the reducer is applied to
+a whole matrix of bootstrap resamples at once.
+
+>>> import metrickit as mk
+>>> import narwhals as nw
+>>> df = mk.read_rewards([{"reward": 1}, {"reward": 0.5}, None, {"reward": 0}])
+>>> lenient = mk.metric("lenient", nw.col("reward") >= 0.5)
+>>> lenient(df)
+0.5
+>>> mk.pass_rate(1.0)(df)
+0.25
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from metrickit.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
+from metrickit.errors import MetricError
+
+__all__ = [
+    "Comparison",
+    "Metric",
+    "compare_metrics",
+    "filled_count",
+    "harbor_metric",
+    "metric",
+    "pass_rate",
+    "quantile",
+    "weighted",
+]
+
+Array = npt.NDArray[np.float64]
+# A reducer maps values along ``axis`` (the last by default) to one number per leading
+# index: (n,) -> () and (resamples, n) -> (resamples,). The ``axis`` keyword is what lets
+# metrickit.stats.bootstrap_ci evaluate all resamples in one call.
+Reducer = Callable[..., Any]
+
+
+def _nw(frame: Any) -> Any:
+    import narwhals as nw
+
+    if isinstance(frame, nw.DataFrame):
+        return frame
+    return nw.from_native(frame, eager_only=True)
+
+
+def _mean(x: Array, axis: int = -1) -> Any:
+    return np.mean(x, axis=axis) if x.shape[axis] else np.zeros(x.shape[:-1])
+
+
+def _sum(x: Array, axis: int = -1) -> Any:
+    return np.sum(x, axis=axis)
+
+
+def _min(x: Array, axis: int = -1) -> Any:
+    return np.min(x, axis=axis)
+
+
+def _max(x: Array, axis: int = -1) -> Any:
+    return np.max(x, axis=axis)
+
+
+def _median(x: Array, axis: int = -1) -> Any:
+    return np.median(x, axis=axis)
+
+
+REDUCERS: dict[str, Reducer] = {
+    "mean": _mean,
+    "sum": _sum,
+    "min": _min,
+    "max": _max,
+    "median": _median,
+}
+
+
+def _check_result(name: str, result: Any) -> float | dict[str, float]:
+    """A metric's result must be a finite number or a dict of them."""
+
+    def number(value: Any) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            # numpy scalars are numbers.Real; 0-d arrays are not
+            if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+                value = value.item()
+            else:
+                return None
+        value = float(value)
+        return value if math.isfinite(value) else None
+
+    if isinstance(result, Mapping):
+        out: dict[str, float] = {}
+        for key, value in result.items():
+            checked = number(value)
+            if checked is None or not isinstance(key, str):
+                raise MetricError(
+                    f"metric {name!r} returned {{{key!r}: {value!r}}} inside its dict; "
+                    "expected string keys and finite numbers"
+                )
+            out[key] = checked
+        return out
+    checked = number(result)
+    if checked is None:
+        raise MetricError(
+            f"metric {name!r} returned {result!r} ({type(result).__name__}); "
+            "expected a finite number or a dict of named finite numbers"
+        )
+    return checked
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named metric over a reward frame.
+
+    Either ``values`` (per-row numbers for each output, from a narwhals frame) plus a
+    vectorised ``reduce``, or a free ``function`` of the (narwhals) frame. The first kind
+    gets vectorised bootstrap intervals; the second is resampled row-wise (slower).
+
+    ``higher_is_better`` decides ranks in :func:`compare_metrics`; ``resample=False``
+    keeps a costly free function (a metric script) out of the row bootstrap.
+    """
+
+    name: str
+    values: Callable[[Any], dict[str, Array]] | None = None
+    reduce: Reducer = _mean
+    function: Callable[[Any], Any] | None = None
+    higher_is_better: bool = True
+    description: str = ""
+    resample: bool = True
+    exact: Callable[[Any], Any] | None = field(default=None, repr=False)
+
+    def per_row(self, frame: Any) -> dict[str, Array]:
+        """Per-row values of each output (only for value/reduce metrics)."""
+        if self.values is None:
+            raise MetricError(f"metric {self.name!r} is a free function; it has no per-row values")
+        try:
+            out = self.values(_nw(frame))
+        except MetricError:
+            raise
+        except Exception as exc:
+            raise MetricError(f"metric {self.name!r} raised {type(exc).__name__}: {exc}") from exc
+        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+    def compute(self, frame: Any) -> float | dict[str, float]:
+        """The metric's value on ``frame``: a number, or a dict of named numbers."""
+        nf = _nw(frame)
+        try:
+            if self.exact is not None:
+                result = self.exact(nf)
+            elif self.function is not None:
+                result = self.function(nf)
+            else:
+                rows = self.per_row(nf)
+                result = {k: self.reduce(v) for k, v in rows.items()}
+            # One output is one number, labelled with the metric's own name.
+            if isinstance(result, Mapping) and len(result) == 1:
+                result = next(iter(result.values()))
+        except MetricError:
+            raise
+        except Exception as exc:
+            raise MetricError(f"metric {self.name!r} raised {type(exc).__name__}: {exc}") from exc
+        return _check_result(self.name, result)
+
+    def __call__(self, frame: Any) -> float | dict[str, float]:
+        return self.compute(frame)
+
+
+def _expr_values(name: str, expr: Any) -> Callable[[Any], dict[str, Array]]:
+    import narwhals as nw
+
+    def values(nf: Any) -> dict[str, Array]:
+        if isinstance(expr, str):
+            column = nf.get_column(expr)
+        else:
+            column = nf.select(expr.alias(name) if hasattr(expr, "alias") else expr).get_column(
+                name
+            )
+        if column.null_count():
+            raise MetricError(
+                f"metric {name!r} produced {column.null_count()} null value(s); fill them "
+                "explicitly (e.g. .fill_null(0)) so nothing is dropped silently"
+            )
+        return {name: column.cast(nw.Float64).to_numpy()}
+
+    return values
+
+
+def metric(
+    name: str,
+    definition: Any,
+    *,
+    agg: str | Reducer = "mean",
+    higher_is_better: bool = True,
+) -> Metric:
+    """Define a metric in a line.
+
+    Parameters
+    ----------
+    name
+        Label shown in tables and plots.
+    definition
+        A narwhals expression giving one value per row (``nw.col("reward") >= 0.5``), a
+        column name, or a function of the narwhals DataFrame returning a number or a dict
+        of numbers (``lambda df: df["reward"].mean()``).
+    agg
+        How per-row values become the metric: ``"mean"`` (default), ``"sum"``, ``"min"``,
+        ``"max"``, ``"median"``, or a vectorised callable reducing along the last axis.
+        Ignored for functions.
+
+    Examples
+    --------
+    >>> import metrickit as mk, narwhals as nw
+    >>> df = mk.read_rewards([{"a": 1, "b": 0.5}, {"a": 0, "b": 1}])
+    >>> mk.metric("both", (nw.col("a") > 0) & (nw.col("b") > 0))(df)
+    0.5
+    >>> mk.metric("spread", lambda df: df["b"].max() - df["b"].min())(df)
+    0.5
+    """
+    import narwhals as nw
+
+    if isinstance(definition, nw.Expr | str):
+        reducer = REDUCERS[agg] if isinstance(agg, str) else agg
+        return Metric(
+            name,
+            values=_expr_values(name, definition),
+            reduce=reducer,
+            higher_is_better=higher_is_better,
+        )
+    if callable(definition):
+        return Metric(name, function=definition, higher_is_better=higher_is_better)
+    raise MetricError(
+        f"metric {name!r}: cannot use {definition!r} as a definition; expected a narwhals "
+        "expression, a column name, or a function of the frame"
+    )
+
+
+def _keys_or(nf: Any, key: str | None) -> list[str]:
+    keys, *_ = reward_arrays(nf.to_native())
+    if key is not None:
+        if key not in nf.columns:
+            raise MetricError(f"reward key {key!r} is not a column; reward keys are {keys}")
+        return [key]
+    return keys
+
+
+def harbor_metric(name: str = "mean") -> Metric:
+    """Harbor's own ``mean``/``sum``/``min``/``max``, exactly as :func:`aggregate` computes them.
+
+    Intervals use the zero-filled per-row values of each output key.
+    """
+    if name not in HARBOR_METRICS:
+        raise MetricError(f"unknown Harbor metric {name!r}; expected one of {list(HARBOR_METRICS)}")
+
+    def values(nf: Any) -> dict[str, Array]:
+        keys, vals, _, _ = reward_arrays(nf.to_native())
+        if len(keys) <= 1:
+            return {name: vals[keys[0]] if keys else np.zeros(len(nf))}
+        return {k: vals[k] for k in keys}
+
+    def exact(nf: Any) -> Any:
+        result = aggregate(nf.to_native(), name)
+        return result[name] if list(result) == [name] else result
+
+    return Metric(
+        name,
+        values=values,
+        reduce=REDUCERS[name],
+        exact=exact,
+        description=f"Harbor {name} (null rows and missing keys count as 0)",
+    )
+
+
+def pass_rate(threshold: float = 1.0, *, key: str | None = None, name: str | None = None) -> Metric:
+    """Share of rows whose reward is at least ``threshold`` (a null row fails).
+
+    With several reward keys and no ``key``, a row passes when *every* key passes.
+    """
+
+    label = name or f"pass_rate@{threshold:g}" + (f"[{key}]" if key else "")
+
+    def values(nf: Any) -> dict[str, Array]:
+        keys = _keys_or(nf, key)
+        if not keys:
+            return {label: np.zeros(len(nf))}
+        ok = np.ones(len(nf), dtype=bool)
+        for k in keys:
+            ok &= nf.get_column(k).to_numpy() >= threshold
+        return {label: ok.astype(np.float64)}
+
+    return Metric(label, values=values, description=f"share of rows with reward >= {threshold:g}")
+
+
+def weighted(weights: Mapping[str, float], *, name: str = "weighted") -> Metric:
+    """Mean over rows of a weighted combination of reward keys (weights scaled to sum 1)."""
+    total = float(sum(weights.values()))
+    if total <= 0 or any(w < 0 for w in weights.values()):
+        raise MetricError(f"weights {dict(weights)!r} must be >= 0 and not all 0")
+
+    def values(nf: Any) -> dict[str, Array]:
+        missing = [k for k in weights if k not in nf.columns]
+        if missing:
+            raise MetricError(f"metric {name!r}: key {missing[0]!r} is not a column of the frame")
+        combo = np.zeros(len(nf))
+        for k, w in weights.items():
+            combo = combo + (w / total) * nf.get_column(k).to_numpy()
+        return {name: combo}
+
+    return Metric(name, values=values, description=f"weighted mean of {dict(weights)}")
+
+
+def quantile(q: float, *, key: str | None = None, name: str | None = None) -> Metric:
+    """The ``q`` quantile (numpy's linear interpolation) of each reward key, zero-filled."""
+    if not 0.0 <= q <= 1.0:
+        raise MetricError(f"quantile q={q!r}; expected 0 <= q <= 1")
+    label = name or f"q{q:g}"
+
+    def values(nf: Any) -> dict[str, Array]:
+        keys = _keys_or(nf, key)
+        if len(keys) == 1:
+            return {label: nf.get_column(keys[0]).to_numpy().astype(np.float64)}
+        return {f"{label}[{k}]": nf.get_column(k).to_numpy().astype(np.float64) for k in keys}
+
+    return Metric(
+        label,
+        values=values,
+        reduce=lambda x: np.quantile(x, q, axis=-1),
+        description=f"{q:g} quantile",
+    )
+
+
+def filled_count(*, key: str | None = None, name: str = "filled") -> Metric:
+    """How many reward values were missing (null rows, missing keys) and filled with 0."""
+
+    def values(nf: Any) -> dict[str, Array]:
+        keys, _, _, present = reward_arrays(nf.to_native())
+        if key is not None:
+            keys = [key]
+        if not keys:
+            return {name: np.ones(len(nf))}  # every row of a key-less frame is a fill
+        filled = np.zeros(len(nf))
+        for k in keys:
+            filled += ~present[k] if k in present else 1
+        return {name: filled}
+
+    return Metric(
+        name,
+        values=values,
+        reduce=_sum,
+        higher_is_better=False,
+        description="number of filled (missing) reward values",
+    )
+
+
+# ---------------------------------------------------------------------------
+# compare_metrics
+# ---------------------------------------------------------------------------
+
+
+def as_metric(item: Any, name: str | None = None) -> Metric:
+    """Coerce what a user passes into a :class:`Metric`."""
+    if isinstance(item, Metric):
+        return item if name is None or name == item.name else replace(item, name=name)
+    if isinstance(item, str) and item in HARBOR_METRICS:
+        return as_metric(harbor_metric(item), name)
+    if hasattr(item, "compute") and hasattr(item, "name"):
+        return Metric(str(item.name), function=lambda nf: item.compute(nf.to_native()))
+    if name is not None:
+        return metric(name, item)
+    raise MetricError(
+        f"cannot use {item!r} as a metric; pass a Metric, a Harbor name "
+        f"({list(HARBOR_METRICS)}), or name=definition pairs in a dict"
+    )
+
+
+def _normalise(metrics: Any) -> list[Metric]:
+    if isinstance(metrics, Mapping):
+        return [as_metric(v, name=k) for k, v in metrics.items()]
+    if isinstance(metrics, Metric | str) or not isinstance(metrics, Iterable):
+        metrics = [metrics]
+    return [as_metric(m) for m in metrics]
+
+
+@dataclass
+class Comparison:
+    """Metric definitions side by side.
+
+    ``table``: one row per (group, metric output) with ``value``, ``ci_low``, ``ci_high``,
+    ``ci_method``, ``n`` and ``rank`` (1 = best under that metric).
+    ``agreement``: Kendall's tau between the group rankings of each pair of metrics.
+    """
+
+    table: Any
+    agreement: Any
+    by: Any
+
+    def _repr_html_(self) -> str:
+        return (
+            "<h4>metrics</h4>"
+            + self.table.to_html(index=False)
+            + "<h4>rank agreement (Kendall's tau)</h4>"
+            + self.agreement.to_html(index=False)
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.table}\n\nrank agreement (Kendall's tau):\n{self.agreement}"
+
+    def pivot(self, column: str = "value") -> Any:
+        """Groups as rows, metrics as columns."""
+        return self.table.pivot(index="group", columns="metric", values=column)
+
+
+def _interval(
+    metric: Metric, rows: Array, *, confidence: float, ci: str, n_resamples: int, seed: int
+) -> tuple[float, float, str]:
+    from metrickit import stats
+
+    n = rows.shape[-1]
+    if n < 2:
+        return math.nan, math.nan, "none"
+    if metric.reduce is _mean:
+        binary = bool(np.all((rows == 0) | (rows == 1)))
+        method = ci if ci != "auto" else ("wilson" if binary else "analytic")
+        if method == "wilson" and not binary:
+            method = "analytic"
+        if method in ("analytic", "wilson", "bootstrap", "bca"):
+            iv = stats.mean_ci(
+                rows, method=method, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+            return iv.low, iv.high, method
+    method = "bca" if ci == "bca" else "bootstrap"
+    iv = stats.bootstrap_ci(
+        rows,
+        metric.reduce,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        method="bca" if method == "bca" else "percentile",
+        seed=seed,
+    )
+    return iv.low, iv.high, method
+
+
+def _free_interval(
+    metric: Metric, nf: Any, *, confidence: float, n_resamples: int, seed: int
+) -> dict[str, tuple[float, float]]:
+    """Row-resampling bootstrap for free-function metrics (one call per resample)."""
+    n = len(nf)
+    if n < 2 or n_resamples <= 0:
+        return {}
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {}
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        value = metric.compute(nf[idx])
+        items = value.items() if isinstance(value, dict) else [(metric.name, value)]
+        for k, v in items:
+            draws.setdefault(k, []).append(v)
+    alpha = (1 - confidence) / 2
+    return {
+        k: (float(np.quantile(v, alpha)), float(np.quantile(v, 1 - alpha)))
+        for k, v in draws.items()
+    }
+
+
+def compare_metrics(
+    frame: Any,
+    metrics: Any,
+    *,
+    by: str | Sequence[str] | None = None,
+    confidence: float = 0.95,
+    ci: str = "auto",
+    n_resamples: int = 2000,
+    free_resamples: int = 200,
+    seed: int = 0,
+) -> Comparison:
+    """Several metric definitions over the same rewards, with uncertainty and ranks.
+
+    Parameters
+    ----------
+    frame
+        A reward or trial frame (pandas, polars, ...).
+    metrics
+        Metrics: :class:`Metric` objects, Harbor names (``"mean"``), script metrics
+        (:func:`metrickit.scripts.script_metric`), or a dict ``{name: definition}``.
+    by
+        Column(s) whose groups are compared (``"agent"``, ``"_source"``); ``None`` for
+        the whole frame as one group.
+    ci
+        ``"auto"`` (Wilson for 0/1 per-row values, t-interval for other means, percentile
+        bootstrap for other reductions), ``"analytic"``, ``"bootstrap"``, ``"bca"``,
+        or ``"none"``. Free-function metrics are bootstrapped with ``free_resamples``
+        calls; script metrics get no interval (``ci_method == "none"``).
+
+    Returns
+    -------
+    Comparison
+        ``.table`` (tidy, pandas) and ``.agreement`` (Kendall's tau per metric pair).
+    """
+    import pandas as pd
+    from scipy.stats import kendalltau
+
+    nf = _nw(frame)
+    items = _normalise(metrics)
+    groups = group_indices(nf.to_native(), by) if by is not None else {"all": np.arange(len(nf))}
+    records: list[dict[str, Any]] = []
+    higher: dict[str, bool] = {}
+    for label, idx in groups.items():
+        sub = nf[idx]
+        for m in items:
+            value = m.compute(sub)
+            values = value if isinstance(value, dict) else {m.name: value}
+            bounds: dict[str, tuple[float, float, str]] = {}
+            if ci != "none" and m.values is not None:
+                per_row = m.per_row(sub)
+                if len(per_row) == 1:
+                    per_row = {m.name: next(iter(per_row.values()))}
+                for out_name, rows in per_row.items():
+                    bounds[out_name] = _interval(
+                        m, rows, confidence=confidence, ci=ci, n_resamples=n_resamples, seed=seed
+                    )
+            elif ci != "none" and m.function is not None and m.resample:
+                for k, (lo, hi) in _free_interval(
+                    m, sub, confidence=confidence, n_resamples=free_resamples, seed=seed
+                ).items():
+                    bounds[k] = (lo, hi, "bootstrap-rows")
+            for out_name, v in values.items():
+                if len(values) == 1:
+                    metric_label = m.name
+                elif "[" in out_name:
+                    metric_label = out_name
+                else:
+                    metric_label = f"{m.name}[{out_name}]"
+                lo, hi, method = bounds.get(out_name, (math.nan, math.nan, "none"))
+                higher[metric_label] = m.higher_is_better
+                records.append(
+                    {
+                        "group": label,
+                        "metric": metric_label,
+                        "value": v,
+                        "ci_low": lo,
+                        "ci_high": hi,
+                        "ci_method": method,
+                        "n": len(idx),
+                    }
+                )
+    table = pd.DataFrame.from_records(
+        records, columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n"]
+    )
+    table["rank"] = 0
+    for metric_label, part in table.groupby("metric", sort=False):
+        ranks = part["value"].rank(ascending=not higher[metric_label], method="min")
+        table.loc[part.index, "rank"] = ranks.astype(int)
+    labels = list(dict.fromkeys(table["metric"]))
+    pairs = []
+    wide = table.pivot(index="group", columns="metric", values="value")
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            x = wide[a].to_numpy() * (1 if higher[a] else -1)
+            y = wide[b].to_numpy() * (1 if higher[b] else -1)
+            if len(x) >= 2 and np.ptp(x) > 0 and np.ptp(y) > 0:
+                result = kendalltau(x, y)
+                tau, p = float(result.statistic), float(result.pvalue)
+            else:
+                tau, p = math.nan, math.nan
+            pairs.append(
+                {"metric_a": a, "metric_b": b, "kendall_tau": tau, "p_value": p, "n_groups": len(x)}
+            )
+    agreement = pd.DataFrame.from_records(
+        pairs, columns=["metric_a", "metric_b", "kendall_tau", "p_value", "n_groups"]
+    )
+    return Comparison(table=table, agreement=agreement, by=by)

@@ -1,0 +1,448 @@
+"""Harbor custom metric scripts (``metric.py -i rewards.jsonl -o metrics.json``).
+
+:func:`run_metric_script` runs a script exactly as Harbor does: the rewards are written
+as JSONL (``json.dumps`` of each row's dict, ``null`` for a row without a result), the
+script is called with ``-i`` and ``-o``, and the JSON object it wrote is read back.
+With ``uv`` on PATH and a PEP 723 block in the script, it runs ``uv run`` (Harbor's
+way); otherwise the current interpreter.
+
+The script is the user's code: it runs in its own process (its own session, so the
+whole process group is killed at the timeout), never through a shell. That is process
+isolation, not a sandbox: the script can read and write whatever your user can.
+
+:func:`write_metric_script` goes the other way: it writes a standalone, Harbor-ready
+``metric.py`` (stdlib only, PEP 723 header) for a built-in metric or for a plain-Python
+function over the reward rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from metrickit.aggregate import category_codes, group_indices, reward_arrays
+from metrickit.errors import (
+    MetricError,
+    MetricScriptExit,
+    MetricScriptOutputError,
+    MetricScriptTimeout,
+)
+from metrickit.metrics import Metric
+from metrickit.rewards import NULL, STATUSES, read_rewards
+
+__all__ = [
+    "MAX_TIMEOUT",
+    "frame_to_rows",
+    "run_metric_script",
+    "script_metric",
+    "write_metric_script",
+    "write_rewards_jsonl",
+]
+
+DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 600.0
+_TAIL = 2000
+_PEP723 = re.compile(r"^# /// script\s*$", re.MULTILINE)
+
+
+def frame_to_rows(frame: Any) -> list[dict[str, int | float] | None]:
+    """The reward dicts Harbor would hold for a reward frame (None for null rows).
+
+    Missing keys are left out, JSON integers come back as ints, booleans as floats (as
+    Harbor's models hold them).
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    keys, values, is_int, present = reward_arrays(frame)
+    n = len(nf)
+    if "_status" in nf.columns:
+        null_rows = (category_codes(nf.get_column("_status"), STATUSES) == NULL).tolist()
+    else:
+        null_rows = [False] * n
+    columns = [
+        (k, values[k].tolist(), (is_int[k] & present[k]).tolist(), present[k].tolist())
+        for k in keys
+    ]
+    rows: list[dict[str, int | float] | None] = []
+    for i in range(n):
+        if null_rows[i]:
+            rows.append(None)
+            continue
+        row: dict[str, int | float] = {}
+        for key, vals, ints, pres in columns:
+            if pres[i]:
+                row[key] = int(vals[i]) if ints[i] else vals[i]
+        rows.append(row)
+    return rows
+
+
+def write_rewards_jsonl(rows: Sequence[Mapping[str, Any] | None], path: Path) -> None:
+    """One ``json.dumps`` per row, ``null`` for None: the file Harbor hands a metric script."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) if row is not None else "null")
+            fh.write("\n")
+
+
+def _check_timeout(timeout: float) -> float:
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
+        raise MetricError(f"timeout={timeout!r}; expected a positive number of seconds")
+    if timeout > MAX_TIMEOUT:
+        raise MetricError(
+            f"timeout={timeout!r} s is over the {MAX_TIMEOUT:g} s maximum a metric may run "
+            "(the scorer contract's limit); use at most 600"
+        )
+    return float(timeout)
+
+
+def _command(script: Path, in_path: Path, out_path: Path, python: str | None) -> list[str]:
+    uv = shutil.which("uv")
+    head = script.read_text(encoding="utf-8", errors="replace")
+    if python is None and uv and _PEP723.search(head):
+        return [uv, "run", "--quiet", str(script), "-i", str(in_path), "-o", str(out_path)]
+    return [python or sys.executable, str(script), "-i", str(in_path), "-o", str(out_path)]
+
+
+def _tail(data: bytes) -> str:
+    text = data[-_TAIL:].decode("utf-8", errors="replace")
+    return text.strip()
+
+
+def _run_once(
+    script: Path, rows: Sequence[Mapping[str, Any] | None], timeout: float, python: str | None
+) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="metrickit-script-") as tmp:
+        in_path = Path(tmp) / "rewards.jsonl"
+        out_path = Path(tmp) / "metrics.json"
+        write_rewards_jsonl(rows, in_path)
+        cmd = _command(script.resolve(), in_path, out_path, python)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate()
+            raise MetricScriptTimeout(
+                f"metric script {script} ran past its {timeout:g} s timeout and was killed",
+                _tail(stderr),
+            ) from None
+        if proc.returncode != 0:
+            how = (
+                f"was killed by signal {-proc.returncode}"
+                if proc.returncode < 0
+                else f"exited with status {proc.returncode}"
+            )
+            raise MetricScriptExit(f"metric script {script} {how}", _tail(stderr))
+        if not out_path.exists():
+            raise MetricScriptOutputError(
+                f"metric script {script} exited 0 but wrote no output file; it must write a "
+                "JSON object to the path given with -o/--output-path (does it ignore -o?)",
+                _tail(stderr),
+            )
+        text = out_path.read_text(encoding="utf-8", errors="replace")
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MetricScriptOutputError(
+            f"metric script {script} wrote output that is not JSON ({exc.msg} at line "
+            f"{exc.lineno} column {exc.colno}): {text[:120]!r}; expected a JSON object of "
+            "named numbers",
+            _tail(stderr),
+        ) from None
+    if not isinstance(result, dict):
+        raise MetricScriptOutputError(
+            f"metric script {script} wrote {type(result).__name__} {str(result)[:80]!r}; "
+            'expected a JSON object of named numbers like {"mean": 0.81}',
+            _tail(stderr),
+        )
+    out: dict[str, float] = {}
+    for key, value in result.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
+            raise MetricScriptOutputError(
+                f"metric script {script} wrote {key!r}: {value!r} "
+                f"({type(value).__name__}); expected a finite number for every key",
+                _tail(stderr),
+            )
+        out[key] = value
+    return out
+
+
+def run_metric_script(
+    path: str | os.PathLike[str],
+    rewards: Any,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    by: str | Sequence[str] | None = None,
+    python: str | None = None,
+) -> dict[str, Any]:
+    """Run a Harbor custom ``metric.py`` on rewards, as Harbor does.
+
+    Parameters
+    ----------
+    path
+        The script. It must accept ``-i/--input-path`` and ``-o/--output-path``.
+    rewards
+        A reward frame, a path to a reward file, JSONL text, or a list of dicts/None.
+    timeout
+        Seconds before the script (its whole process group) is killed; at most 600.
+    by
+        Run the script once per group of this column (or columns) and return
+        ``{group: metrics}``: the per-agent or per-task breakdown Harbor cannot give.
+    python
+        Interpreter to use instead of ``uv run``/the current one.
+
+    Raises
+    ------
+    MetricScriptTimeout, MetricScriptExit, MetricScriptOutputError
+        Each with the tail of the script's stderr.
+    """
+    import narwhals as nw
+
+    script = Path(path)
+    if not script.is_file():
+        raise MetricError(f"{script}: no such metric script")
+    timeout = _check_timeout(timeout)
+    if isinstance(rewards, list) and all(r is None or isinstance(r, Mapping) for r in rewards):
+        frame = read_rewards(rewards)  # validates what it is given
+    else:
+        try:
+            nw.from_native(rewards, eager_only=True)
+            frame = rewards
+        except TypeError:
+            frame = read_rewards(rewards)
+    if by is None:
+        return _run_once(script, frame_to_rows(frame), timeout, python)
+    nf = nw.from_native(frame, eager_only=True)
+    return {
+        label: _run_once(script, frame_to_rows(nf[idx].to_native()), timeout, python)
+        for label, idx in group_indices(frame, by).items()
+    }
+
+
+def script_metric(
+    path: str | os.PathLike[str], *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> Metric:
+    """A :class:`~metrickit.metrics.Metric` that runs a Harbor ``metric.py``.
+
+    Use it in :func:`~metrickit.compare_metrics` beside built-in metrics. It has no
+    confidence interval (running the script thousands of times to bootstrap it would be
+    slow and is not done).
+    """
+    script = Path(path)
+    label = name or script.stem
+
+    def run(nf: Any) -> dict[str, float]:
+        return run_metric_script(script, nf.to_native(), timeout=timeout)
+
+    return Metric(label, function=run, resample=False, description=f"Harbor metric script {script}")
+
+
+# ---------------------------------------------------------------------------
+# Writing metric.py files
+# ---------------------------------------------------------------------------
+
+_HEADER = '''\
+# /// script
+# dependencies = []
+# ///
+"""{doc}
+
+Written by `metrickit new-metric`. Harbor runs it as `uv run metric.py -i REWARDS -o OUT`.
+"""
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def read_rewards(path):
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            rows.append(json.loads(line))
+    return rows
+
+
+def harbor_sum(values):
+    # Python >= 3.12's builtin sum, written out so every Python computes the same bits.
+    it = iter(values)
+    i_result = 0
+    for item in it:
+        if isinstance(item, int):
+            i_result += item
+            continue
+        f_result = i_result + item
+        c = 0.0
+        for x in it:
+            if isinstance(x, float):
+                t = f_result + x
+                if abs(f_result) >= abs(x):
+                    c += (f_result - t) + x
+                else:
+                    c += (x - t) + f_result
+                f_result = t
+            else:
+                f_result += float(x)
+        if c and math.isfinite(c):
+            f_result += c
+        return f_result
+    return i_result
+
+
+def as_float(v):
+    return float(v) if isinstance(v, bool) else v
+'''
+
+_FOOTER = """
+
+def main(input_path, output_path):
+    rewards = [
+        None if r is None else {{k: as_float(v) for k, v in r.items()}}
+        for r in read_rewards(input_path)
+    ]
+    output_path.write_text(json.dumps(compute(rewards)))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description={doc!r})
+    parser.add_argument("-i", "--input-path", type=Path, required=True)
+    parser.add_argument("-o", "--output-path", type=Path, required=True)
+    args = parser.parse_args()
+    main(args.input_path, args.output_path)
+"""
+
+_BODIES: dict[str, str] = {
+    "harbor": """
+
+AGG = {{
+    "mean": lambda v: harbor_sum(v) / len(v) if v else 0,
+    "sum": harbor_sum,
+    "min": min,
+    "max": max,
+}}
+
+
+def compute(rewards):
+    # harbor/metrics/base.py::aggregate_reward_dicts
+    agg = AGG[{kind!r}]
+    keys = sorted({{k for r in rewards if r is not None for k in r}})
+    if len(keys) <= 1:
+        return {{{kind!r}: agg([0 if r is None else next(iter(r.values()), 0) for r in rewards])}}
+    return {{k: agg([0 if r is None else r.get(k, 0) for r in rewards]) for k in keys}}
+""",
+    "pass_rate": """
+
+def compute(rewards):
+    keys = {keys!r} or sorted({{k for r in rewards if r is not None for k in r}})
+    passed = 0
+    for r in rewards:
+        if r is not None and keys and all(r.get(k, 0) >= {threshold!r} for k in keys):
+            passed += 1
+    return {{{name!r}: passed / len(rewards) if rewards else 0.0}}
+""",
+    "weighted": """
+
+WEIGHTS = {weights!r}
+
+
+def compute(rewards):
+    total = float(sum(WEIGHTS.values()))
+    values = [
+        sum((w / total) * (0 if r is None else r.get(k, 0)) for k, w in WEIGHTS.items())
+        for r in rewards
+    ]
+    return {{{name!r}: math.fsum(values) / len(values) if values else 0.0}}
+""",
+    "quantile": """
+
+def compute(rewards):
+    key = {key!r}
+    values = sorted(float(0 if r is None else (r.get(key, 0) if key else next(iter(r.values()), 0)))
+                    for r in rewards)
+    # numpy's default (linear) quantile, including its lerp rounding
+    pos = {q!r} * (len(values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(values) - 1)
+    t = pos - lo
+    a, b = values[lo], values[hi]
+    diff = b - a
+    value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
+    return {{{name!r}: value}}
+""",
+}
+
+
+def write_metric_script(
+    path: str | os.PathLike[str],
+    *,
+    kind: str = "mean",
+    name: str | None = None,
+    threshold: float = 1.0,
+    keys: Sequence[str] = (),
+    weights: Mapping[str, float] | None = None,
+    q: float = 0.5,
+    key: str | None = None,
+    function: Callable[[list[Any]], Any] | None = None,
+) -> Path:
+    """Write a standalone Harbor ``metric.py`` computing a built-in or your own metric.
+
+    ``kind``: ``"mean"``/``"sum"``/``"min"``/``"max"`` (Harbor's own, bit for bit),
+    ``"pass_rate"`` (``threshold``, optional ``keys``), ``"weighted"`` (``weights``),
+    ``"quantile"`` (``q``, ``key``), or ``"function"``: ``function`` is a plain-Python
+    function ``compute(rewards: list[dict | None]) -> dict`` whose source is copied in.
+    """
+    out = Path(path)
+    label = name or kind
+    if kind in ("mean", "sum", "min", "max"):
+        body = _BODIES["harbor"].format(kind=kind)
+    elif kind == "pass_rate":
+        body = _BODIES["pass_rate"].format(keys=list(keys), threshold=float(threshold), name=label)
+    elif kind == "weighted":
+        if not weights:
+            raise MetricError(
+                "kind='weighted' needs weights, e.g. {'correctness': 0.7, 'style': 0.3}"
+            )
+        body = _BODIES["weighted"].format(weights=dict(weights), name=label)
+    elif kind == "quantile":
+        body = _BODIES["quantile"].format(key=key, q=float(q), name=label)
+    elif kind == "function":
+        if function is None:
+            raise MetricError("kind='function' needs function=compute(rewards) -> dict")
+        source = textwrap.dedent(inspect.getsource(function))
+        fname = function.__name__
+        body = "\n\n" + source + (f"\n\ncompute = {fname}\n" if fname != "compute" else "")
+    else:
+        raise MetricError(
+            f"kind={kind!r}; expected mean, sum, min, max, pass_rate, weighted, quantile "
+            "or function"
+        )
+    doc = f"Harbor metric {label!r} ({kind})"
+    out.write_text(_HEADER.format(doc=doc) + body + _FOOTER.format(doc=doc), encoding="utf-8")
+    return out

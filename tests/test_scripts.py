@@ -1,0 +1,147 @@
+"""Harbor metric scripts: run as Harbor runs them, every failure its own error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import metrickit as mk
+from metrickit.errors import MetricScriptExit, MetricScriptOutputError, MetricScriptTimeout
+from metrickit.scripts import frame_to_rows
+
+
+def script(tmp_path, body, name="metric.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+HEADER = """
+import argparse, json, sys
+from pathlib import Path
+p = argparse.ArgumentParser()
+p.add_argument("-i", "--input-path", type=Path, required=True)
+p.add_argument("-o", "--output-path", type=Path, required=True)
+a = p.parse_args()
+"""
+
+
+def test_seed_example_runs_unchanged(data_dir):
+    path = data_dir / "metric_scripts" / "harbor_example_metric.py"
+    assert mk.run_metric_script(path, data_dir / "rewards" / "single_dim.jsonl") == {"mean": 0.25}
+    with pytest.raises(MetricScriptExit, match="Expected exactly one key"):
+        mk.run_metric_script(path, data_dir / "rewards" / "multi_dim.jsonl")
+
+
+def test_jsonl_written_as_harbor_writes_it(tmp_path):
+    echo = script(tmp_path, HEADER + """
+lines = a.input_path.read_text().splitlines()
+a.output_path.write_text(json.dumps({"n": len(lines), "null_line": int(lines[2] == "null"),
+                                     "int_kept": int(lines[0] == '{"a": 1, "b": 0.5}')}))
+""")
+    rows = [{"a": 1, "b": 0.5}, {"b": 1.0}, None, {}]
+    assert frame_to_rows(mk.read_rewards(rows)) == rows
+    result = mk.run_metric_script(echo, rows)
+    assert result == {"n": 4, "null_line": 1, "int_kept": 1}
+
+
+def test_by_group_runs_once_per_group(data_dir):
+    df = mk.read_rewards(data_dir / "rewards" / "sample_3000.jsonl")
+    df["agent"] = np.array(["a", "b"])[np.arange(len(df)) % 2]
+    path = data_dir / "metric_scripts" / "strict_pass_rate.py"
+    result = mk.run_metric_script(path, df, by="agent")
+    assert set(result) == {"a", "b"}
+    for agent in "ab":
+        part = df[df["agent"] == agent]
+        strict = ((part["_status"] == "ok") & (part["correctness"] == 1) & (part["style"] == 1)
+                  & (part["efficiency"] == 1)
+                  & (part[[mk.kind_column(k) for k in ("correctness", "style", "efficiency")]]
+                     != "missing").all(axis=1))
+        # the script counts rows whose present values are all 1
+        rows = [r for r in frame_to_rows(part) if r and all(v == 1 for v in r.values())]
+        assert result[agent]["strict_pass_rate"] == len(rows) / len(part)
+        assert strict.sum() <= len(rows)
+
+
+def test_failures_each_have_their_own_error(tmp_path):
+    rows = [{"r": 1}]
+    crash = script(tmp_path, HEADER + "print('boom here', file=sys.stderr); sys.exit(3)\n", "c.py")
+    with pytest.raises(MetricScriptExit, match=r"exited with status 3(.|\n)*boom here"):
+        mk.run_metric_script(crash, rows)
+    silent = script(tmp_path, HEADER + "pass\n", "s.py")
+    with pytest.raises(MetricScriptOutputError, match="wrote no output file.*ignore -o"):
+        mk.run_metric_script(silent, rows)
+    notjson = script(tmp_path, HEADER + "a.output_path.write_text('mean: 1')\n", "n.py")
+    with pytest.raises(MetricScriptOutputError, match="not JSON"):
+        mk.run_metric_script(notjson, rows)
+    notobj = script(tmp_path, HEADER + "a.output_path.write_text('[1, 2]')\n", "l.py")
+    with pytest.raises(MetricScriptOutputError, match="wrote list.*expected a JSON object"):
+        mk.run_metric_script(notobj, rows)
+    notnum = script(tmp_path, HEADER + "a.output_path.write_text('{\"mean\": \"high\"}')\n", "v.py")
+    with pytest.raises(MetricScriptOutputError, match=r"'mean': 'high' \(str\)"):
+        mk.run_metric_script(notnum, rows)
+
+
+def test_timeout_kills_and_says_so(tmp_path):
+    hang = script(tmp_path, HEADER + "import time\nprint('started', file=sys.stderr, flush=True)\n"
+                  "time.sleep(60)\n", "h.py")
+    with pytest.raises(MetricScriptTimeout, match=r"past its 1 s timeout and was killed"):
+        mk.run_metric_script(hang, [{"r": 1}], timeout=1)
+    with pytest.raises(mk.MetricError, match="600 s maximum"):
+        mk.run_metric_script(hang, [{"r": 1}], timeout=601)
+
+
+@pytest.mark.parametrize(
+    ("args", "in_process"),
+    [
+        (["--kind", "mean"], lambda df: mk.aggregate(df, "mean")),
+        (["--kind", "max"], lambda df: mk.aggregate(df, "max")),
+        (["--kind", "pass_rate", "--threshold", "0.5"],
+         lambda df: {"m": mk.pass_rate(0.5)(df)}),
+        (["--kind", "weighted", "--weights", "correctness=0.7,style=0.3"],
+         lambda df: {"m": mk.weighted({"correctness": 0.7, "style": 0.3})(df)}),
+        (["--kind", "quantile", "--q", "0.9", "--key", "style"],
+         lambda df: {"m": mk.quantile(0.9, key="style")(df)}),
+    ],
+)
+def test_new_metric_round_trip(tmp_path, data_dir, args, in_process):
+    out = tmp_path / "metric.py"
+    proc = subprocess.run([sys.executable, "-m", "metrickit.cli", "new-metric", "m", "-o", str(out),
+                           *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("# /// script")
+    df = mk.read_rewards(data_dir / "rewards" / "sample_3000.jsonl")
+    got = mk.run_metric_script(out, df, python=sys.executable)
+    expected = in_process(df)
+    assert set(got) == set(expected)
+    for key in expected:
+        # Harbor's own aggregates are bit-identical; the others agree to rounding
+        assert got[key] == pytest.approx(expected[key], rel=1e-12, abs=0)
+        if args[1] in ("mean", "max"):
+            assert json.dumps(got[key]) == json.dumps(expected[key])
+
+
+def user_metric(rewards):
+    good = sum(1 for r in rewards if r and r.get("correctness", 0) > 0.5)
+    return {"good": good / len(rewards)}
+
+
+def test_new_metric_from_a_user_function(tmp_path, data_dir):
+    out = mk.write_metric_script(tmp_path / "metric.py", kind="function", function=user_metric)
+    df = mk.read_rewards(data_dir / "rewards" / "sample_3000.jsonl")
+    got = mk.run_metric_script(out, df, python=sys.executable)
+    assert got == user_metric(frame_to_rows(df))
+
+
+def test_script_metric_beside_builtins(data_dir):
+    df = mk.read_rewards(data_dir / "rewards" / "single_dim.jsonl")
+    script_path = data_dir / "metric_scripts" / "harbor_example_metric.py"
+    cmp = mk.compare_metrics(df, {"harbor": "mean", "script": mk.script_metric(script_path)})
+    values = cmp.table.set_index("metric")["value"]
+    assert values["harbor"] == values["script"] == 0.25
+    assert cmp.table.set_index("metric").loc["script", "ci_method"] == "none"
