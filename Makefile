@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	@mkdir -p out
-	@for f in data/rewards/*.jsonl; do $(BIN)/metrickit summarize $$f; echo; done
+	$(BIN)/metrickit summarize data/rewards/missing_dims.jsonl
 	$(BIN)/metrickit aggregate -i data/rewards/multi_dim.jsonl -o out/metrics.json
 	@echo "out/metrics.json: $$(cat out/metrics.json)"
+	@echo
+	$(BIN)/python -m metrickit._demo data out
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

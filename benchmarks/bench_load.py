@@ -62,7 +62,8 @@ def _child(method: str, path: str, repeat: int) -> None:
         return pd.read_json(io.StringIO(text), lines=True).fillna(0.0)
 
     def polars_schema() -> object:
-        data = Path(path).read_bytes().replace(b"\nnull\n", b"\n{}\n").replace(b"\nnull\n", b"\n{}\n")
+        data = Path(path).read_bytes()
+        data = data.replace(b"\nnull\n", b"\n{}\n").replace(b"\nnull\n", b"\n{}\n")
         if data.startswith(b"null\n"):
             data = b"{}" + data[4:]
         return pl.read_ndjson(data, schema={k: pl.Float64 for k in KEYS}).fill_null(0.0)
@@ -93,15 +94,21 @@ def _child(method: str, path: str, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", "--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--methods", nargs="*", default=METHODS)
+    parser.add_argument("--quick", action="store_true", help="200,000 lines")
+    parser.add_argument("--json", action="store_true", help="print JSON rows for run.py")
     parser.add_argument("--child", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child[0], args.child[1], args.repeat)
         return
+    if args.quick:
+        args.lines = 200_000
     data_dir = HERE / "_data"
     data_dir.mkdir(exist_ok=True)
     path = data_dir / f"rewards_{args.lines}.jsonl"
@@ -116,6 +123,9 @@ def main() -> None:
             capture_output=True, text=True, check=True,
         ).stdout
         results[method] = json.loads(out.strip().splitlines()[-1])
+    if args.json:
+        _emit_rows(results, args.lines, size_mb)
+        return
     print(f"file: {path.name}, {args.lines:,} lines, {size_mb:.1f} MB")
     print(f"{'method':<18}{'seconds':>9}{'MB/s':>9}{'peak MB':>9}{'x file':>8}"
           f"{'vs plain':>10}{'vs polars':>11}")
@@ -132,6 +142,26 @@ def main() -> None:
             r = results[method]
             print(f"aggregate after {method}: {r['aggregate_seconds'] * 1000:.1f} ms "
                   f"= {100 * r['aggregate_seconds'] / r['seconds']:.1f} % of the load time")
+
+
+def _emit_rows(results: dict, lines: int, size_mb: float) -> None:
+    """Rows for benchmarks/run.py: strict metrickit loads against each usual way."""
+    from _bench import emit, row
+
+    rows = []
+    for method in ("metrickit", "metrickit-polars"):
+        if method not in results:
+            continue
+        mine = results[method]
+        for base in ("plain-loop", "pandas", "polars-schema"):
+            if base in results:
+                rows.append(row(
+                    f"load {lines:,} reward lines ({size_mb:.0f} MB), {method}",
+                    mine["seconds"], base, results[base]["seconds"],
+                    peak_mb=mine["peak_mb"], baseline_peak_mb=results[base]["peak_mb"],
+                    note="peak = RSS above the import baseline",
+                ))
+    emit(rows)
 
 
 if __name__ == "__main__":

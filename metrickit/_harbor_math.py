@@ -27,7 +27,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["harbor_max", "harbor_mean", "harbor_min", "harbor_sum"]
+__all__ = ["HarborAccumulator", "harbor_max", "harbor_mean", "harbor_min", "harbor_sum"]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -119,3 +119,118 @@ def harbor_min(values: FloatArray, is_int: BoolArray) -> int | float:
 def harbor_max(values: FloatArray, is_int: BoolArray) -> int | float:
     """``max(list)``: the first largest item, keeping its int/float type."""
     return _extreme(values, is_int, smallest=False)
+
+
+class HarborAccumulator:
+    """Harbor's ``sum``/``min``/``max`` of one column, fed in order, chunk by chunk.
+
+    The state is exactly what CPython's ``sum`` carries from one item to the next (the
+    exact int prefix, then the running float and its Neumaier compensation), and what
+    ``min``/``max`` carry (the first extremal item with its type), so feeding a column
+    in any number of pieces gives the same bits as :func:`harbor_sum`,
+    :func:`harbor_min` and :func:`harbor_max` on the whole column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> acc = HarborAccumulator()
+    >>> acc.update(np.array([1e16, 1.0]), np.array([False, False]))
+    >>> acc.update(np.array([-1e16]), np.array([False]))
+    >>> acc.sum(), acc.n
+    (1.0, 3)
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._int = 0  # phase 1: exact sum of the int prefix
+        self._float: float | None = None  # phase 3: running float, None while in phase 1
+        self._comp = 0.0
+        self._min: tuple[float, bool] | None = None
+        self._max: tuple[float, bool] | None = None
+
+    def update(self, values: FloatArray, is_int: BoolArray) -> None:
+        """Add the next items: their values and whether each is a Python ``int``."""
+        values = np.asarray(values, dtype=np.float64)
+        is_int = np.asarray(is_int, dtype=np.bool_)
+        if values.size == 0:
+            return
+        self.n += int(values.size)
+        self._update_extremes(values, is_int)
+        if self._float is None:
+            floats = ~is_int
+            if not floats.any():
+                self._int += _int_sum(values)
+                return
+            k = int(np.argmax(floats))
+            self._int += _int_sum(values[:k])
+            self._float = float(self._int) + float(values[k])  # int + float, as PyNumber_Add
+            values = values[k + 1 :]
+            is_int = is_int[k + 1 :]
+            if values.size == 0:
+                return
+        with np.errstate(over="ignore", invalid="ignore"):
+            running = np.empty(values.size + 1, dtype=np.float64)
+            running[0] = self._float
+            running[1:] = values
+            np.cumsum(running, out=running)
+            prev = running[:-1]
+            total = running[1:]
+            z = total - prev
+            err = np.empty(values.size + 1, dtype=np.float64)
+            err[0] = self._comp  # the compensation is itself summed left to right
+            err[1:] = (prev - (total - z)) + (values - z)
+            err[1:][is_int] = 0.0
+            np.cumsum(err, out=err)
+        self._float = float(running[-1])
+        self._comp = float(err[-1])
+
+    def add_int_zeros(self, count: int) -> None:
+        """Add ``count`` int zeros (null rows, missing keys) without materialising them."""
+        if count <= 0:
+            return
+        self.n += count
+        if self._float is not None:
+            self._float = self._float + 0.0  # (double)0 added plainly: -0.0 becomes 0.0
+        zero = (0.0, True)
+        if self._min is None or self._min[0] > 0.0:
+            self._min = zero
+        if self._max is None or self._max[0] < 0.0:
+            self._max = zero
+
+    def _update_extremes(self, values: FloatArray, is_int: BoolArray) -> None:
+        low = values.min()
+        at = int(np.argmax(values == low))
+        if self._min is None or low < self._min[0]:  # ties keep the earlier item
+            self._min = (float(values[at]), bool(is_int[at]))
+        high = values.max()
+        at = int(np.argmax(values == high))
+        if self._max is None or high > self._max[0]:
+            self._max = (float(values[at]), bool(is_int[at]))
+
+    def sum(self) -> int | float:
+        """``sum(items)``: an int while every item was an int."""
+        if self._float is None:
+            return self._int
+        result = self._float
+        if self._comp != 0.0 and math.isfinite(self._comp):
+            result += self._comp
+        return result
+
+    def mean(self) -> float:
+        """``sum(items) / len(items)``; raises ``ZeroDivisionError`` when empty."""
+        return self.sum() / self.n
+
+    def min(self) -> int | float:
+        """``min(items)``; raises ``ValueError`` when empty."""
+        return self._extreme(self._min, "min")
+
+    def max(self) -> int | float:
+        """``max(items)``; raises ``ValueError`` when empty."""
+        return self._extreme(self._max, "max")
+
+    @staticmethod
+    def _extreme(item: tuple[float, bool] | None, name: str) -> int | float:
+        if item is None:
+            raise ValueError(f"{name}() iterable argument is empty")
+        value, is_int = item
+        return int(value) if is_int else value

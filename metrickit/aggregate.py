@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
+from metrickit._stream import aggregate_lazy, is_lazy
 from metrickit.errors import AggregationError
 from metrickit.rewards import (
     INT,
@@ -222,6 +223,8 @@ def aggregate(
     >>> mk.aggregate([{"reward": 1}, {"reward": 0}, None], "sum")
     {'sum': 1}
     """
+    if is_lazy(rewards):  # polars LazyFrame / scan_rewards / Dask: streamed in row order
+        return aggregate_lazy(rewards, metric, by=by)
     if not _is_frame(rewards):
         rewards = read_rewards(rewards)
     rewards = _finished_trials(rewards)

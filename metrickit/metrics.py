@@ -50,11 +50,19 @@ Array = npt.NDArray[np.float64]
 Reducer = Callable[..., Any]
 
 
-def _nw(frame: Any) -> Any:
+def _nw(frame: Any, *, lazy_ok: bool = False) -> Any:
     import narwhals as nw
+
+    from metrickit._stream import is_lazy, materialize
 
     if isinstance(frame, nw.DataFrame):
         return frame
+    if is_lazy(frame):
+        # Harbor's exact metrics stream a lazy/Dask frame (lazy_ok); per-row values
+        # need the rows in memory, so those metrics see the materialised frame.
+        if lazy_ok:
+            return frame if isinstance(frame, nw.LazyFrame) else nw.from_native(frame)
+        frame = materialize(frame)
     return nw.from_native(frame, eager_only=True)
 
 
@@ -155,7 +163,7 @@ class Metric:
 
     def compute(self, frame: Any) -> float | dict[str, float]:
         """The metric's value on ``frame``: a number, or a dict of named numbers."""
-        nf = _nw(frame)
+        nf = _nw(frame, lazy_ok=self.exact is not None)
         try:
             if self.exact is not None:
                 result = self.exact(nf)

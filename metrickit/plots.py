@@ -10,7 +10,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["metric_intervals", "rank_bump"]
+__all__ = [
+    "candidate_means",
+    "metric_intervals",
+    "pareto_front",
+    "rank_bump",
+    "reward_distribution",
+    "task_heatmap",
+    "tradeoff",
+]
+
+# Units shown on axes for the columns metrickit knows.
+UNITS = {
+    "latency_ms": "latency (ms)",
+    "cost_usd": "cost (USD)",
+    "accuracy": "accuracy",
+    "reward": "composite reward",
+}
 
 
 def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
@@ -91,4 +107,266 @@ def rank_bump(comparison: Any, *, metrics: list[str] | None = None, ax: Any = No
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.set_title("How the ranking changes with the metric")
+    return ax
+
+
+def _label(column: str) -> str:
+    return UNITS.get(column, column)
+
+
+def candidate_means(
+    frame: Any, columns: list[str], *, by: str = "candidate", confidence: float = 0.95
+) -> Any:
+    """Per-group mean, CI low/high and n of each column (a small pandas frame, one row a group).
+
+    Intervals are Student-t intervals, as :func:`metrickit.stats.mean_ci` computes them
+    (NaN for n < 2). NaN values (not measured) are left out of that column's mean, and a
+    ``<column>_n`` column then says how many were measured. Vectorised: a few
+    ``bincount`` calls per column.
+    """
+    import narwhals as nw
+    import pandas as pd
+    from scipy import stats as sps
+
+    nf = nw.from_native(frame, eager_only=True)
+    labels = nf.get_column(by).to_numpy()
+    codes, groups = pd.factorize(pd.Series(labels, dtype=object), sort=True)
+    out: dict[str, Any] = {by: list(groups), "n": np.bincount(codes, minlength=len(groups))}
+    for column in columns:
+        x = nf.get_column(column).cast(nw.Float64).to_numpy()
+        measured = np.isfinite(x)
+        n = np.bincount(codes, weights=measured, minlength=len(groups))
+        xz = np.where(measured, x, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(codes, weights=xz, minlength=len(groups)) / n
+            dev = np.where(measured, (xz - mean[codes]) ** 2, 0.0)
+            sq = np.bincount(codes, weights=dev, minlength=len(groups))
+            se = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1) / n), np.nan)
+            t = np.where(n > 1, sps.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), np.nan)
+        out[column] = mean
+        out[f"{column}_low"] = mean - t * se
+        out[f"{column}_high"] = mean + t * se
+        if not measured.all():  # unmeasured values (NaN) are left out of that column's mean
+            out[f"{column}_n"] = n.astype(int)
+    return pd.DataFrame(out)
+
+
+def pareto_front(
+    table: Any,
+    *,
+    maximize: tuple[str, ...] = ("accuracy",),
+    minimize: tuple[str, ...] = ("latency_ms", "cost_usd"),
+) -> np.ndarray:
+    """Boolean mask of the rows no other row dominates (>= on every maximised column,
+    <= on every minimised one, and strictly better on at least one)."""
+    cols = [c for c in maximize if c in table] + [c for c in minimize if c in table]
+    signs = np.array(
+        [1.0] * len([c for c in maximize if c in table])
+        + [-1.0] * len([c for c in minimize if c in table])
+    )
+    if not cols:
+        return np.ones(len(table), dtype=bool)
+    v = np.column_stack([np.asarray(table[c], dtype=float) for c in cols]) * signs
+    ge = (v[:, None, :] >= v[None, :, :]).all(axis=2)  # ge[j, i]: j at least as good as i
+    gt = (v[:, None, :] > v[None, :, :]).any(axis=2)
+    dominated = (ge & gt).any(axis=0)
+    return ~dominated
+
+
+def _spans_decades(values: np.ndarray) -> bool:
+    values = values[np.isfinite(values) & (values > 0)]
+    return values.size > 1 and values.max() / values.min() >= 30
+
+
+def tradeoff(
+    frame: Any,
+    *,
+    x: str = "latency_ms",
+    y: str = "accuracy",
+    color: str | None = "cost_usd",
+    size: str | None = None,
+    by: str = "candidate",
+    frontier: bool = True,
+    highlight: Any = None,
+    log: str | bool = "auto",
+    ax: Any = None,
+) -> Any:
+    """Accuracy against latency (and cost) per candidate, with CI whiskers and the Pareto front.
+
+    Parameters
+    ----------
+    frame
+        One row per case: a ``by`` column and numeric ``x``, ``y`` (and ``color``/``size``).
+    frontier
+        Mark the candidates no other candidate beats on ``y`` (maximised) and on ``x`` and
+        ``color``/``size`` (minimised), and join them with a line.
+    highlight
+        A candidate to ring (the tuner passes the current best).
+    log
+        ``"auto"`` puts an axis on a log scale when its values span 30x or more.
+    """
+    import matplotlib.pyplot as plt
+
+    extra = [c for c in (color, size) if c and c not in (x, y)]
+    means = candidate_means(frame, [x, y, *extra], by=by)
+    ax = _axes(ax, (7.0, 4.5))
+    xs, ys = means[x].to_numpy(), means[y].to_numpy()
+    xerr = np.abs(np.vstack([xs - means[f"{x}_low"], means[f"{x}_high"] - xs]))
+    yerr = np.abs(np.vstack([ys - means[f"{y}_low"], means[f"{y}_high"] - ys]))
+    ax.errorbar(
+        xs,
+        ys,
+        xerr=np.nan_to_num(xerr),
+        yerr=np.nan_to_num(yerr),
+        fmt="none",
+        ecolor="0.6",
+        elinewidth=1,
+        capsize=2,
+        zorder=1,
+    )
+    sizes = 60.0
+    if size:
+        s = means[size].to_numpy()
+        span = np.ptp(s) or 1.0
+        sizes = 30 + 170 * (s - s.min()) / span
+    if color:
+        c = means[color].to_numpy()
+        norm = None
+        if log is True or (log == "auto" and _spans_decades(c)):
+            from matplotlib.colors import LogNorm
+
+            norm = LogNorm(vmin=c[c > 0].min(), vmax=c.max())
+        points = ax.scatter(
+            xs,
+            ys,
+            c=c,
+            s=sizes,
+            cmap="viridis",
+            norm=norm,
+            zorder=3,
+            edgecolors="white",
+            linewidths=0.5,
+        )
+        ax.figure.colorbar(points, ax=ax, label=_label(color), pad=0.01)
+    else:
+        ax.scatter(xs, ys, s=sizes, zorder=3)
+    if frontier:
+        minimize = tuple(dict.fromkeys([x, *extra]))
+        mask = pareto_front(means, maximize=(y,), minimize=minimize)
+        order = np.argsort(xs[mask])
+        ax.plot(
+            xs[mask][order],
+            ys[mask][order],
+            color="tab:red",
+            linewidth=1.2,
+            linestyle="--",
+            zorder=2,
+            label="Pareto front",
+        )
+        ax.scatter(
+            xs[mask],
+            ys[mask],
+            s=np.asarray(sizes) * 0 + 140,
+            facecolors="none",
+            edgecolors="tab:red",
+            linewidths=1.5,
+            zorder=4,
+        )
+    for label, xv, yv in zip(means[by], xs, ys, strict=True):
+        ax.annotate(
+            str(label), (xv, yv), textcoords="offset points", xytext=(5, 5), fontsize="small"
+        )
+    if highlight is not None and highlight in set(means[by]):
+        row = means[means[by] == highlight].iloc[0]
+        ax.scatter(
+            [row[x]],
+            [row[y]],
+            s=320,
+            marker="*",
+            color="gold",
+            edgecolors="black",
+            zorder=5,
+            label=f"best: {highlight}",
+        )
+    if log is True or (log == "auto" and _spans_decades(xs)):
+        ax.set_xscale("log")
+    if log is True or (log == "auto" and _spans_decades(ys)):
+        ax.set_yscale("log")
+    ax.set_xlabel(f"{_label(x)}, mean per {by}")
+    ax.set_ylabel(f"{_label(y)}, mean per {by}")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small", frameon=False)
+    ax.set_title(f"{_label(y)} vs {_label(x)} (95% CI)")
+    plt.setp(ax.get_xticklabels(), rotation=0)
+    return ax
+
+
+def reward_distribution(
+    frame: Any, *, column: str = "reward", by: str = "candidate", ax: Any = None
+) -> Any:
+    """Distribution of a per-case value per candidate: box plots with the mean marked."""
+    import narwhals as nw
+    import pandas as pd
+
+    nf = nw.from_native(frame, eager_only=True)
+    labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
+    values = nf.get_column(column).cast(nw.Float64).to_numpy()
+    groups = sorted(labels.unique(), key=str)
+    data = [values[(labels == g).to_numpy()] for g in groups]
+    ax = _axes(ax, (max(5.0, 0.6 * len(groups) + 3), 3.8))
+    ax.boxplot(data, orientation="horizontal", widths=0.6, flierprops={"markersize": 3})
+    ax.scatter(
+        [d.mean() for d in data],
+        np.arange(1, len(groups) + 1),
+        marker="D",
+        color="tab:red",
+        zorder=3,
+        label="mean",
+    )
+    ax.set_yticks(np.arange(1, len(groups) + 1), [str(g) for g in groups])
+    ax.set_xlabel(_label(column))
+    ax.set_ylabel(by)
+    ax.legend(loc="lower right", fontsize="small", frameon=False)
+    ax.set_title(f"{_label(column)} per {by}")
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def task_heatmap(
+    trials: Any,
+    *,
+    task: str = "task_name",
+    by: str = "agent",
+    value: str = "reward",
+    ax: Any = None,
+) -> Any:
+    """Mean ``value`` for each task (rows) and candidate (columns) from a trial table."""
+    import narwhals as nw
+    import pandas as pd
+
+    nf = nw.from_native(trials, eager_only=True)
+    df = pd.DataFrame(
+        {
+            task: nf.get_column(task).to_list(),
+            by: nf.get_column(by).to_list(),
+            value: nf.get_column(value).cast(nw.Float64).to_numpy(),
+        }
+    )
+    grid = df.pivot_table(index=task, columns=by, values=value, aggfunc="mean")
+    ax = _axes(ax, (max(4.0, 0.8 * grid.shape[1] + 3), max(3.0, 0.28 * grid.shape[0] + 1.5)))
+    image = ax.imshow(
+        grid.to_numpy(),
+        aspect="auto",
+        cmap="RdYlGn",
+        vmin=0,
+        vmax=max(1.0, float(np.nanmax(grid.to_numpy())) if grid.size else 1.0),
+        interpolation="nearest",
+    )
+    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=30, ha="right")
+    ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index], fontsize="small")
+    ax.set_xlabel(by)
+    ax.set_ylabel(task)
+    ax.figure.colorbar(image, ax=ax, label=f"mean {value}")
+    ax.set_title(f"mean {value} per {task} and {by}")
     return ax

@@ -65,7 +65,7 @@ _BOM = b"\xef\xbb\xbf"
 _JSON_WS = b" \t\r\n"
 _SAMPLE_LINES = 200
 
-Backend = Literal["pandas", "polars"]
+Backend = Literal["pandas", "polars", "dask"]
 Errors = Literal["raise", "report"]
 Source = (
     str
@@ -116,7 +116,9 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
         A path (``.jsonl`` or ``.jsonl.gz``), a glob, a list of paths, JSONL text or bytes,
         an open file, or an iterable of dicts/``None`` (the rewards Harbor holds in memory).
     backend
-        ``"pandas"`` (default) or ``"polars"``. Both hold the same content.
+        ``"pandas"`` (default) or ``"polars"``. Both hold the same content. ``"dask"``
+        builds a Dask DataFrame from paths/globs, one partition per file or block, parsed
+        on the workers (``errors="raise"`` only; see :mod:`metrickit._dask`).
     errors
         ``"raise"`` (default) raises :class:`~metrickit.errors.RewardFileError` at the first
         bad line, naming file, line, key and value. ``"report"`` returns ``(frame, problems)``:
@@ -141,8 +143,14 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     >>> mk.aggregate(df)
     {'mean': 0.25}
     """
+    if backend == "dask":
+        if errors != "raise":
+            raise ValueError("backend='dask' supports errors='raise' only")
+        from metrickit._dask import read_rewards_dask
+
+        return read_rewards_dask(source)
     if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+        raise ValueError(f"backend={backend!r}; expected 'pandas', 'polars' or 'dask'")
     if errors not in ("raise", "report"):
         raise ValueError(f"errors={errors!r}; expected 'raise' or 'report'")
     parts: list[Parsed] = []

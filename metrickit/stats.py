@@ -109,7 +109,7 @@ def _as_values(values: Any, what: str = "values") -> FloatArray:
     if not np.all(np.isfinite(arr)):
         bad = int(np.argmin(np.isfinite(arr)))
         raise StatsError(
-            f"{what}[{bad}] is {arr[bad]!r}; expected finite numbers (drop or fill "
+            f"{what}[{bad}] is {float(arr[bad])!r}; expected finite numbers (drop or fill "
             "missing values first)"
         )
     return arr
@@ -132,7 +132,7 @@ def _t_interval(
 def mean_ci(
     values: Any,
     *,
-    method: MeanMethod = "analytic",
+    method: MeanMethod | str = "analytic",
     confidence: float = 0.95,
     clusters: Any = None,
     n_resamples: int = 2000,
@@ -218,7 +218,7 @@ def mean_ci(
         if not np.all((x == 0) | (x == 1)):
             bad = int(np.argmax((x != 0) & (x != 1)))
             raise StatsError(
-                f"method='wilson' needs 0/1 values; values[{bad}] is {x[bad]!r}. Use "
+                f"method='wilson' needs 0/1 values; values[{bad}] is {float(x[bad])!r}. Use "
                 "'analytic' or 'bootstrap' for non-binary rewards"
             )
         z = float(_sps.norm.ppf(0.5 + confidence / 2))
@@ -275,7 +275,7 @@ def bootstrap_ci(
     *,
     confidence: float = 0.95,
     n_resamples: int = 2000,
-    method: BootMethod = "percentile",
+    method: BootMethod | str = "percentile",
     seed: int = 0,
 ) -> Interval:
     """Seeded, vectorised bootstrap confidence interval of ``statistic(values)``.
@@ -371,7 +371,7 @@ def paired_difference(
     b: Any,
     *,
     confidence: float = 0.95,
-    method: Literal["bootstrap", "bca", "analytic"] = "bootstrap",
+    method: Literal["bootstrap", "bca", "analytic"] | str = "bootstrap",
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> Interval:
@@ -419,7 +419,7 @@ def _binary(values: Any, what: str) -> npt.NDArray[np.bool_]:
     bad = ~((x == 0) | (x == 1))
     if bad.any():
         i = int(np.argmax(bad))
-        raise StatsError(f"{what}[{i}] is {x[i]!r}; McNemar's test needs 0/1 outcomes")
+        raise StatsError(f"{what}[{i}] is {float(x[i])!r}; McNemar's test needs 0/1 outcomes")
     return x == 1
 
 
@@ -491,6 +491,10 @@ def _value_column(df: Any, value: str | None) -> str:
             raise StatsError(f"value={value!r} is not a column; columns are {list(df.columns)}")
         return value
     keys = reward_keys(df)
+    # Keys that only other rows had (zero-filled here) are not candidates.
+    present = [k for k in keys if "_kind_" + k not in df.columns
+               or (df["_kind_" + k].astype(str) != "missing").any()]
+    keys = present or keys
     if len(keys) == 1:
         return keys[0]
     raise StatsError(
@@ -602,12 +606,12 @@ def compare_runs(
     for col in (by, task):
         if col not in df.columns:
             raise StatsError(f"{col!r} is not a column; columns are {list(df.columns)}")
-    column = _value_column(df, value)
     labels = df[by]
     present = list(dict.fromkeys(labels.tolist()))
     for name, label in (("a", a), ("b", b)):
         if label not in present:
             raise StatsError(f"{name}={label!r} is not a value of {by!r}; values are {present}")
+    column = _value_column(df, value)
     da = df[labels == a]
     db = df[labels == b]
     mean_a = da.groupby(task, sort=False)[column].agg(["size", "mean"])
@@ -694,7 +698,7 @@ def breakdown(
     by: str | Sequence[str] = ("eval",),
     *,
     value: str | None = None,
-    method: MeanMethod = "analytic",
+    method: MeanMethod | str = "analytic",
     confidence: float = 0.95,
     cluster: str | None = "task_name",
     seed: int = 0,

@@ -1,0 +1,71 @@
+"""`make demo`: the main job on the sample data, ending in PNG files under out/.
+
+Run as ``python -m metrickit._demo [DATA_DIR] [OUT_DIR]``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    import metrickit as mk
+    from metrickit import plots
+
+    args = argv if argv is not None else sys.argv[1:]
+    data = Path(args[0]) if args else Path("data")
+    out = Path(args[1]) if len(args) > 1 else Path("out")
+    out.mkdir(parents=True, exist_ok=True)
+
+    print("== Harbor aggregates of the sample reward files")
+    for path in sorted((data / "rewards").glob("*.jsonl")):
+        print(f"{path.name:<24} mean {json.dumps(mk.aggregate(path))}")
+
+    print("\n== Metric definitions side by side (data/rewards/runs)")
+    runs = mk.read_rewards(str(data / "rewards" / "runs" / "*.jsonl"))
+    runs["run"] = [Path(s).stem for s in runs["_source"].astype(str)]
+    import narwhals as nw
+
+    cmp = mk.compare_metrics(runs, {
+        "harbor mean": "mean",
+        "strict": mk.pass_rate(1.0, key="correctness"),
+        "lenient": nw.col("correctness") >= 0.5,
+        "weighted": mk.weighted({"correctness": 0.8, "style": 0.2}),
+    }, by="run")
+    with pd.option_context("display.width", 120, "display.max_columns", 20):
+        print(cmp.pivot("value").round(3))
+        print(cmp.pivot("rank"))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
+    plots.metric_intervals(cmp, ax=axes[0])
+    plots.rank_bump(cmp, ax=axes[1])
+    fig.savefig(out / "compare_metrics.png", dpi=100)
+    plt.close(fig)
+
+    print("\n== Accuracy / speed / cost trade-off (data/cases/tickets.jsonl)")
+    cases = pd.read_json(data / "cases" / "tickets.jsonl", lines=True)
+    spec = mk.RewardSpec.from_dict({"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
+                                    "accuracy": {}, "speed": {"reference": 2000},
+                                    "cost": {"reference": 0.01}})
+    scored = spec.score_frame(cases)
+    ranking = scored.groupby("candidate")[["reward", "accuracy", "latency_ms", "cost_usd"]].mean()
+    print(ranking.sort_values("reward", ascending=False).round(4))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), layout="constrained")
+    plots.tradeoff(scored, highlight=ranking["reward"].idxmax(), ax=axes[0])
+    plots.reward_distribution(scored, ax=axes[1])
+    fig.savefig(out / "tradeoff.png", dpi=100)
+    plt.close(fig)
+
+    print(f"\nwrote {out / 'compare_metrics.png'} and {out / 'tradeoff.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

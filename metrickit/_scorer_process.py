@@ -1,0 +1,308 @@
+"""Run a scorer file in a separate Python process, one case at a time.
+
+Parent and child talk in JSON lines. The child's own stdout is the channel, and the scorer's
+prints (Python and C level) go to stderr, so they cannot corrupt it.
+
+parent → child: ``{"path": ...}``, then one case payload per line, and the answers to
+``llm`` requests. child → parent: ``{"type": "ready", "arity", "problems"}``, then
+``{"type": "result", ...}`` per case (see :func:`metrickit.scorers.call_scorer`), and
+``{"type": "llm", "prompt", "kwargs"}`` whenever the scorer asks the judge, which the parent
+answers with its own judge (:func:`metrickit.set_judge`), so API clients and closures work.
+
+The parent enforces the timeout by killing the child; a child that dies or hangs is replaced
+by a fresh one for the next case.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["check_path"]
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+_EOF = object()
+# faulthandler's thread and module listings: long, and the scorer's line is reported apart.
+_CRASH_NOISE = ("File ", "Current thread", "Thread 0x", "Extension modules", "<no Python frame>",
+                "Stack (most recent call first)")
+# Starting Python and importing metrickit is not the scorer's time.
+_STARTUP_TIMEOUT = 120.0
+
+
+def _jsonable(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, default=_jsonable)
+
+
+class _Child:
+    """One scorer process and the threads that read its output."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT,
+                                                        env.get("PYTHONPATH")) if p)
+        env["PYTHONIOENCODING"] = "utf-8"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-m", "metrickit._scorer_process"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, text=True, encoding="utf-8", errors="replace",
+        )
+        self.messages: queue.Queue[Any] = queue.Queue()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=40)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._readers = [
+            threading.Thread(target=self._read_messages, args=(self.proc.stdout,), daemon=True),
+            threading.Thread(target=self._read_stderr, args=(self.proc.stderr,), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        self.send({"path": str(path)})
+
+    def _read_messages(self, stream: IO[str]) -> None:
+        for line in stream:
+            try:
+                self.messages.put(json.loads(line))
+            except json.JSONDecodeError:
+                self.stderr.append(line.rstrip("\n"))
+        self.messages.put(_EOF)
+
+    def _read_stderr(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.stderr.append(line.rstrip("\n"))
+
+    def send(self, obj: Any) -> bool:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(_dumps(obj) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def receive(self, timeout: float) -> Any:
+        """The next message (answering judge requests on the way), _EOF, or None on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if isinstance(message, dict) and message.get("type") == "llm":
+                self.send(_answer_judge(message))
+                continue
+            return message
+
+    def death(self) -> str:
+        """Why the process ended, with the scorer's line when the crash report names it."""
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        for reader in self._readers:
+            reader.join(timeout=2)
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            text = f"the scorer process was killed by {name} (the interpreter crashed)"
+        else:
+            text = (f"the scorer process exited with code {code} without returning a result "
+                    "(os._exit or a crash)")
+        where = self._crash_line()
+        if where:
+            text += f" at {where}"
+        tail = [line.strip() for line in self.stderr
+                if line.strip() and not line.strip().startswith(_CRASH_NOISE)][-3:]
+        if tail:
+            text += f"; stderr: {' | '.join(tail)}"
+        return text
+
+    def _crash_line(self) -> str | None:
+        pattern = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?: in (?P<fn>\S+))?')
+        for line in self.stderr:
+            match = pattern.search(line)
+            if match and Path(match["file"]).name == self.path.name:
+                return f"{self.path.name}:{match['line']}"
+        return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        for reader in self._readers:
+            reader.join(timeout=2)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _answer_judge(request: dict[str, Any]) -> dict[str, Any]:
+    from metrickit._judge import get_judge, llm
+
+    if get_judge() is None:
+        from metrickit._judge import NOT_CONFIGURED
+
+        return {"ok": False, "not_configured": True, "error": NOT_CONFIGURED}
+    try:
+        value = llm(request.get("prompt", ""), **request.get("kwargs", {}))
+    except Exception as exc:
+        return {"ok": False, "not_configured": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {"ok": True, "value": value}
+
+
+def _failure(problem: str, ms: float | None, *, timed_out: bool = False) -> dict[str, Any]:
+    return {"returned": None, "score": None, "feedback": None, "scores": {}, "ms": ms,
+            "timed_out": timed_out, "problems": [problem]}
+
+
+def _start(path: Path, timeout: float) -> tuple[_Child | None, dict[str, Any]]:
+    """A child that loaded the scorer, and its ready message (``problems`` when it failed)."""
+    child = _Child(path)
+    message = child.receive(_STARTUP_TIMEOUT)
+    if isinstance(message, dict) and message.get("type") == "alive":
+        message = child.receive(timeout)
+    if message is None:
+        child.kill()
+        child.close()
+        return None, {"arity": 0, "problems": [
+            f"{path}: loading the file took longer than the timeout ({timeout:g} s)"]}
+    if message is _EOF:
+        problem = f"{path}: loading the file ended the process: {child.death()}"
+        child.close()
+        return None, {"arity": 0, "problems": [problem]}
+    if message.get("problems"):
+        child.close()
+        return None, message
+    return child, message
+
+
+def check_path(
+    path: Path, payloads: list[dict[str, Any]], *, timeout: float
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Load ``path`` in a child process and run each payload.
+
+    Returns the first ready message (``arity``, ``problems``, ``spec_problems``,
+    ``reward_spec``) and one result per payload.
+    """
+    child, ready = _start(path, timeout)
+    if ready.get("problems"):
+        return ready, []
+    results: list[dict[str, Any]] = []
+    try:
+        for payload in payloads:
+            if child is None:
+                child, again = _start(path, timeout)
+                problems = again.get("problems") or ["unknown"]
+                if child is None:
+                    results.append(_failure(f"could not restart the scorer: {problems[0]}", None))
+                    continue
+            start = time.perf_counter()
+            message = child.receive(timeout) if child.send(payload) else _EOF
+            ms = (time.perf_counter() - start) * 1000
+            if message is None:
+                child.kill()
+                child.close()
+                child = None
+                results.append(_failure(
+                    f"timed out: no result within {timeout:g} s (the scorer process was stopped)",
+                    timeout * 1000, timed_out=True))
+            elif message is _EOF:
+                results.append(_failure(child.death(), ms))
+                child.close()
+                child = None
+            else:
+                assert isinstance(message, dict)
+                message.pop("type", None)
+                results.append(message)
+    finally:
+        if child is not None:
+            child.close()
+    return ready, results
+
+
+def _main() -> None:
+    import faulthandler
+
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # the scorer's prints, Python and C level, go to stderr
+    faulthandler.enable()
+
+    def send(obj: Any) -> None:
+        channel.write(_dumps(obj) + "\n")
+        channel.flush()
+
+    from metrickit._judge import set_judge
+    from metrickit.errors import JudgeNotConfiguredError, ScorerError
+    from metrickit.scorers import (
+        _scorer_file,
+        _spec_problems,
+        call_scorer,
+        load_scorer,
+        scorer_arity,
+    )
+
+    def remote_judge(prompt: str, **kwargs: Any) -> Any:
+        send({"type": "llm", "prompt": prompt, "kwargs": kwargs})
+        reply = json.loads(sys.stdin.readline())
+        if reply.get("ok"):
+            return reply.get("value")
+        if reply.get("not_configured"):
+            raise JudgeNotConfiguredError(reply["error"])
+        raise RuntimeError(f"the judge failed: {reply.get('error')}")
+
+    set_judge(remote_judge)
+    send({"type": "alive"})
+    init = json.loads(sys.stdin.readline())
+    try:
+        score, spec = load_scorer(init["path"])
+    except ScorerError as exc:
+        send({"type": "ready", "arity": 0, "problems": [str(exc)]})
+        return
+    arity, reason = scorer_arity(score)
+    send({"type": "ready", "arity": arity, "problems": [reason] if reason else [],
+          "spec_problems": _spec_problems(spec),
+          "reward_spec": spec if isinstance(spec, dict) else None})
+    if reason:
+        return
+    scorer_file = _scorer_file(score)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        result = call_scorer(score, arity, json.loads(line), None, scorer_file)
+        send({"type": "result", **result})
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,223 @@
+"""Harbor aggregates of lazy and distributed frames, one piece at a time, in row order.
+
+Harbor's ``sum`` is sequential (an exact int prefix, then Neumaier-compensated floats),
+so pieces cannot be summed separately and combined. Instead the pieces are fed in row
+order into :class:`~metrickit._harbor_math.HarborAccumulator` objects, one per group and
+reward key; only the running state is kept, never the rows. A key that first appears
+late starts with the int zeros Harbor fills in for the rows before it.
+
+Inputs: a scan from :func:`metrickit.scan_rewards` (parsed pieces, single pass), any
+other polars LazyFrame (``collect_batches``), and Dask DataFrames (partitions computed
+on the cluster, consumed in order).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from metrickit._harbor_math import HarborAccumulator
+from metrickit.errors import AggregationError
+from metrickit.rewards import INT, KIND_PREFIX, MISSING, Parsed
+
+__all__ = ["aggregate_lazy", "is_dask", "is_lazy", "materialize"]
+
+Number = int | float
+# (key -> (values, is_int, present)), row count
+Piece = tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], int]
+
+
+def is_dask(obj: Any) -> bool:
+    """A Dask DataFrame (without importing dask when it is not in use)."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(obj, dd.DataFrame)
+
+
+def is_lazy(obj: Any) -> bool:
+    """A polars LazyFrame, a Dask DataFrame, or a narwhals LazyFrame around one."""
+    import narwhals as nw
+    import polars as pl
+
+    if isinstance(obj, nw.LazyFrame):
+        obj = obj.to_native()
+    return isinstance(obj, pl.LazyFrame) or is_dask(obj)
+
+
+def materialize(frame: Any) -> Any:
+    """An eager frame with the same rows (polars: streaming engine; Dask: ``compute``)."""
+    import narwhals as nw
+
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.to_native()
+    if is_dask(frame):
+        return frame.compute().reset_index(drop=True)
+    return frame.collect(engine="streaming")
+
+
+class _Group:
+    """Harbor's state for one group: its row count and one accumulator per key seen."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.acc: dict[str, HarborAccumulator] = {}
+
+    def feed(self, columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> None:
+        for key, (_, _, present) in columns.items():
+            if key not in self.acc and present.any():
+                acc = HarborAccumulator()
+                acc.add_int_zeros(self.n)  # earlier rows lacked the key: int 0 each
+                self.acc[key] = acc
+        for key, acc in self.acc.items():
+            if key in columns:
+                values, is_int, _ = columns[key]
+                acc.update(values, is_int)
+            else:
+                acc.add_int_zeros(n)
+        self.n += n
+
+    def result(self, name: str, order: Sequence[str] | None) -> dict[str, Number]:
+        keys = sorted(self.acc) if order is None else [k for k in order if k in self.acc]
+        if len(keys) >= 2:
+            return {key: _final(self.acc[key], name) for key in keys}
+        if keys:
+            return {name: _final(self.acc[keys[0]], name)}
+        zeros = HarborAccumulator()
+        zeros.add_int_zeros(self.n)
+        return {name: _final(zeros, name)}
+
+
+def _final(acc: HarborAccumulator, name: str) -> Number:
+    if acc.n == 0:
+        if name in ("mean", "sum"):
+            return 0
+        raise AggregationError(
+            f"{name} of no rows is undefined; Harbor's {name.capitalize()} raises here too. "
+            "Use 'mean' or 'sum' (0 for empty input) or check the input is not empty"
+        )
+    if name == "mean":
+        return acc.mean()
+    if name == "sum":
+        return acc.sum()
+    return acc.min() if name == "min" else acc.max()
+
+
+def _parsed_columns(parsed: Parsed) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    out = {}
+    for key, values in parsed.values.items():
+        kinds = parsed.kinds[key]
+        out[key] = (values, (kinds == INT) | (kinds == MISSING), kinds != MISSING)
+    return out
+
+
+def _frame_pieces(
+    batches: Iterable[Any], by: str | Sequence[str] | None
+) -> Iterator[tuple[Any, Piece]]:
+    """(group label, piece) for eager frames given in row order."""
+    from metrickit.aggregate import _finished_trials, group_indices, reward_arrays
+
+    for batch in batches:
+        batch = _finished_trials(batch)
+        _, values, is_int, present = reward_arrays(batch)
+        n = len(batch)
+        if by is None:
+            yield None, ({k: (values[k], is_int[k], present[k]) for k in values}, n)
+            continue
+        for label, idx in group_indices(batch, by).items():
+            columns = {k: (values[k][idx], is_int[k][idx], present[k][idx]) for k in values}
+            yield label, (columns, len(idx))
+
+
+def _scan_pieces(spec: Any, by_source: bool) -> Iterator[tuple[Any, Piece]]:
+    for parsed in spec.parsed():
+        yield (parsed.source if by_source else None), (_parsed_columns(parsed), parsed.n)
+
+
+def _is_source(by: str | Sequence[str] | None) -> bool:
+    return by == "_source" or (not isinstance(by, str) and list(by or []) == ["_source"])
+
+
+def _polars_batches(frame: Any) -> Iterator[Any]:
+    yield from frame.collect_batches(maintain_order=True)
+
+
+def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], list[str] | None]:
+    """Pieces in row order, and the key order of the result (None: sorted)."""
+    import narwhals as nw
+
+    from metrickit.rewards import reward_keys
+    from metrickit.scan import SCAN_ATTRIBUTE
+
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.to_native()
+    spec = getattr(frame, SCAN_ATTRIBUTE, None)
+    if spec is not None and (by is None or _is_source(by)):
+        return _scan_pieces(spec, by is not None), None
+    if is_dask(frame):  # plain column names: no narwhals round trip for Dask
+        names = [str(c) for c in frame.columns]
+        order = [c for c in names if KIND_PREFIX + c in names] or [
+            c for c, dt in frame.dtypes.items() if not str(c).startswith("_") and dt.kind in "iuf"
+        ]
+    else:
+        names = nw.from_native(frame).collect_schema().names()
+        order = reward_keys(frame)
+    if by is not None:
+        by_cols = [by] if isinstance(by, str) else list(by)
+        missing = [c for c in by_cols if c not in names]
+        if missing:
+            raise AggregationError(f"by={missing[0]!r} is not a column; columns are {names}")
+    if is_dask(frame):
+        from metrickit._dask import iter_partitions
+
+        by_cols = [] if by is None else [by] if isinstance(by, str) else list(by)
+        needed = {*order, *(KIND_PREFIX + k for k in order), "_status", "_line", *by_cols}
+        columns = [c for c in frame.columns if c in needed]
+        batches: Iterable[Any] = iter_partitions(frame, columns=columns)
+    else:
+        batches = _polars_batches(frame)
+    return _frame_pieces(batches, by), order
+
+
+def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
+    """:func:`metrickit.aggregate` for a lazy or Dask frame, streamed in row order."""
+    from metrickit.aggregate import HARBOR_METRICS
+
+    if not isinstance(metric, str):
+        if by is not None:
+            from metrickit.aggregate import aggregate, group_indices
+
+            eager = materialize(frame)
+            import narwhals as nw
+
+            nf = nw.from_native(eager, eager_only=True)
+            return {
+                label: aggregate(nf[idx].to_native(), metric)
+                for label, idx in group_indices(eager, by).items()
+            }
+        compute = getattr(metric, "compute", None)
+        if compute is None:
+            raise AggregationError(
+                f"metric {metric!r} is neither a name ({sorted(HARBOR_METRICS)}) nor an object "
+                "with compute(frame)"
+            )
+        from metrickit.metrics import Metric
+
+        result = compute(frame) if isinstance(metric, Metric) else compute(materialize(frame))
+        return result if isinstance(result, dict) else {getattr(metric, "name", "metric"): result}
+    if metric not in HARBOR_METRICS:
+        raise AggregationError(
+            f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)} "
+            "or a metric object"
+        )
+    pieces, order = _pieces(frame, by)
+    groups: dict[Any, _Group] = {}
+    for label, (columns, n) in pieces:
+        group = groups.get(label)
+        if group is None:
+            group = groups[label] = _Group()
+        group.feed(columns, n)
+    if by is None:
+        return groups.get(None, _Group()).result(metric, order)
+    return {label: group.result(metric, order) for label, group in groups.items()}

@@ -1,0 +1,310 @@
+"""pass@k exactly as Harbor computes it, plus k = 1, any k, pass^k and per-task detail.
+
+Harbor (``harbor/utils/pass_at_k.py``) groups trials by evaluation and task, and per task
+with ``n`` trials of which ``c`` succeeded uses the unbiased estimator
+``1 - C(n-c, k) / C(n, k)`` (computed as ``1 - prod((n-c-i)/(n-i) for i < k)``, 1 when
+``n - c < k``), averaged over tasks. It reports k in {2, 4, 8, ...} ∪ {5, 10, 15, ...} up
+to the fewest trials any task has, and skips an evaluation entirely when any counted
+trial's reward has other than one key or a value other than 0 or 1. Under Harbor 0.25 a
+trial without a reward is a failure; under 0.26 trials without a valid reward are left out.
+
+pass^k (all k attempts succeed) uses the matching unbiased estimator ``C(c, k) / C(n, k)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from metrickit._harbor_math import harbor_sum
+from metrickit.errors import HarborJobError
+from metrickit.harbor import Policy
+
+__all__ = ["PassAtK", "PassAtKSkipped", "harbor_k_values", "pass_at_k"]
+
+
+class PassAtKSkipped(UserWarning):
+    """pass@k was not computed for an evaluation (or a k); the message says why."""
+
+
+def harbor_k_values(max_k: int) -> list[int]:
+    """Harbor's k values for a smallest per-task trial count of ``max_k``.
+
+    Examples
+    --------
+    >>> harbor_k_values(10)
+    [2, 4, 5, 8, 10]
+    >>> harbor_k_values(1)
+    []
+    """
+    ks: set[int] = set()
+    k = 2
+    while k <= max_k:
+        ks.add(k)
+        k *= 2
+    k = 5
+    while k <= max_k:
+        ks.add(k)
+        k += 5
+    return sorted(ks)
+
+
+def _pass_at_k_task(n: int, c: int, k: int) -> float:
+    """Harbor's ``_pass_at_k_for_task``, same float operations in the same order."""
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(k):
+        product *= (n - c - i) / (n - i)
+    return 1.0 - product
+
+
+def _pass_hat_k_task(n: int, c: int, k: int) -> float:
+    if c < k:
+        return 0.0
+    product = 1.0
+    for i in range(k):
+        product *= (c - i) / (n - i)
+    return product
+
+
+def _mean(values: list[float]) -> float:
+    # Harbor averages with Python 3.12's builtin sum (compensated); so do we, on any Python.
+    arr = np.asarray(values, dtype=np.float64)
+    return float(harbor_sum(arr, np.zeros(arr.size, dtype=np.bool_))) / len(values)
+
+
+@dataclass(frozen=True)
+class PassAtK:
+    """Result of :func:`pass_at_k`.
+
+    Attributes
+    ----------
+    harbor
+        ``{eval: {k: value}}`` exactly as Harbor stores ``pass_at_k`` in the job's
+        ``result.json`` (``{}`` when Harbor reports nothing for that evaluation).
+    table
+        pandas DataFrame, one row per evaluation and k: ``pass_at_k``, ``pass_hat_k``
+        (pass^k), ``n_tasks``, ``min_trials`` and ``harbor`` (whether Harbor reports this k;
+        always False with ``value=``, which is not Harbor's rule).
+    detail
+        pandas DataFrame, one row per evaluation and task: ``n``, ``c`` (successes) and one
+        ``pass@k`` / ``pass^k`` column per k in the table.
+    skipped
+        ``{eval: reason}`` for evaluations with no pass@k (also issued as a
+        :class:`PassAtKSkipped` warning).
+    notes
+        Other things left out (a requested k larger than some task's trial count, running
+        trials).
+    """
+
+    harbor: dict[Any, dict[int, float]]
+    table: Any = field(repr=False)
+    detail: Any = field(repr=False)
+    skipped: dict[Any, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [str(self.table)]
+        lines += [f"skipped {label}: {why}" for label, why in self.skipped.items()]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def pass_at_k(
+    trials: Any,
+    *,
+    k: int | Sequence[int] | None = None,
+    by: str | Sequence[str] = "eval",
+    task: str = "task_name",
+    policy: Policy = "0.25",
+    value: str | None = None,
+) -> PassAtK:
+    """pass@k per evaluation, Harbor-identical, with k = 1, chosen k, pass^k and detail.
+
+    Parameters
+    ----------
+    trials
+        A table from :func:`metrickit.read_harbor_job` (pandas or polars).
+    k
+        Extra k value(s) to report besides k = 1 and Harbor's own. A k larger than the
+        trials of some task gives NaN for that evaluation, with a note and a warning.
+    by
+        Grouping column(s); ``"eval"`` is Harbor's.
+    task
+        The task column.
+    policy
+        ``"0.25"`` (default): a finished trial without a reward counts as a failure.
+        ``"0.26"``: only trials with ``reward_valid`` count. Running trials never count.
+    value
+        Use this 0/1 reward column for the table and detail instead of Harbor's rule
+        (the single reward key). ``harbor`` always follows Harbor's rule.
+
+    Returns
+    -------
+    PassAtK
+
+    Warns
+    -----
+    PassAtKSkipped
+        For each evaluation skipped (multi-key or non-binary reward), and for a requested k
+        larger than some task's trial count.
+
+    Examples
+    --------
+    >>> import metrickit as mk
+    >>> trials = mk.read_harbor_job("data/harbor_jobs/2025-06-02__10-00-00")
+    >>> result = mk.pass_at_k(trials)
+    >>> result.harbor["terminus-2__claude-sonnet-4-5__terminal-bench-mini"]
+    {2: 0.6666666666666666, 4: 0.8333333333333334}
+    """
+    import narwhals as nw
+    import pandas as pd
+
+    from metrickit.aggregate import group_indices, reward_arrays
+    from metrickit.harbor import _rows_for_policy
+
+    rows = _rows_for_policy(trials, policy)
+    nf = nw.from_native(rows, eager_only=True)
+    if task not in nf.columns:
+        raise HarborJobError(f"{task!r} is not a column; columns are {list(nf.columns)}")
+    extra = [] if k is None else ([k] if isinstance(k, int) else list(k))
+    for kk in extra:
+        if not isinstance(kk, int) or isinstance(kk, bool) or kk < 1:
+            raise ValueError(f"k={kk!r}; expected positive integers")
+    n_rows = len(nf)
+    keys, values, _, present = reward_arrays(rows) if n_rows else ([], {}, {}, {})
+    n_keys = np.zeros(n_rows, dtype=np.int64)
+    first = np.zeros(n_rows, dtype=np.float64)
+    for key in keys:
+        here = present[key]
+        first = np.where(here & (n_keys == 0), values[key], first)
+        n_keys += here
+    status = nf.get_column("_status").cast(nw.String).to_numpy() if n_rows else np.array([])
+    names = nf.get_column("trial_name").to_list() if "trial_name" in nf.columns else None
+    tasks = nf.get_column(task).to_list()
+    if value is not None:
+        if value not in keys:
+            raise HarborJobError(f"value={value!r} is not a reward column; reward columns: {keys}")
+        chosen = values[value]
+    groups = group_indices(rows, by) if n_rows else {}
+
+    harbor: dict[Any, dict[int, float]] = {}
+    skipped: dict[Any, str] = {}
+    notes: list[str] = []
+    table_rows: list[dict[str, Any]] = []
+    detail_rows: list[dict[str, Any]] = []
+    for label, idx in groups.items():
+        reason = None
+        for i in idx:
+            who = f"trial {names[i]!r}" if names else f"row {i}"
+            if status[i] == "null":
+                continue  # no reward: a failure under 0.25 (0.26 rows were filtered above)
+            if n_keys[i] != 1:
+                shown = [kk for kk in keys if present[kk][i]]
+                reason = (
+                    f"{who} has {n_keys[i]} reward keys {shown}; Harbor's pass@k needs exactly "
+                    "one key with 0/1 values"
+                )
+                break
+            if first[i] not in (0.0, 1.0):
+                reason = f"{who} has reward {float(first[i])!r}; Harbor's pass@k needs 0 or 1"
+                break
+        outcome: dict[Any, list[int]] = {}
+        if reason is None:
+            for i in idx:
+                ok = status[i] != "null" and first[i] == 1.0
+                outcome.setdefault(tasks[i], []).append(int(ok))
+            n_min = min(len(v) for v in outcome.values())
+            harbor[label] = {
+                kk: _mean([_pass_at_k_task(len(v), sum(v), kk) for v in outcome.values()])
+                for kk in harbor_k_values(n_min)
+            }
+        else:
+            harbor[label] = {}
+            skipped[label] = reason
+            warnings.warn(
+                PassAtKSkipped(f"pass@k not computed for {label!r}: {reason}"), stacklevel=2
+            )
+        # The table and detail: Harbor's outcomes, or the chosen column.
+        if value is not None:
+            bad = [i for i in idx if chosen[i] not in (0.0, 1.0)]
+            if bad:
+                notes.append(
+                    f"{label!r}: value {value!r} is {float(chosen[bad[0]])!r} for a trial; pass@k "
+                    "needs 0/1, so no table rows for this evaluation"
+                )
+                continue
+            outcome = {}
+            for i in idx:
+                outcome.setdefault(tasks[i], []).append(int(chosen[i] == 1.0))
+        elif reason is not None:
+            continue
+        n_min = min(len(v) for v in outcome.values())
+        ks = sorted({1, *harbor_k_values(n_min), *extra})
+        too_big = [kk for kk in ks if kk > n_min]
+        if too_big:
+            msg = (
+                f"{label!r}: k={too_big} exceeds the fewest trials of a task ({n_min}); "
+                "pass@k is undefined there (NaN)"
+            )
+            notes.append(msg)
+            warnings.warn(PassAtKSkipped(msg), stacklevel=2)
+        per_task: dict[int, list[float]] = {}
+        per_task_hat: dict[int, list[float]] = {}
+        for kk in ks:
+            per_task[kk] = [
+                _pass_at_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
+                for v in outcome.values()
+            ]
+            per_task_hat[kk] = [
+                _pass_hat_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
+                for v in outcome.values()
+            ]
+        reported = set(harbor.get(label, {}))
+        for kk in ks:
+            table_rows.append(
+                {
+                    "group": label,
+                    "k": kk,
+                    "pass_at_k": math.nan if kk > n_min else _mean(per_task[kk]),
+                    "pass_hat_k": math.nan if kk > n_min else _mean(per_task_hat[kk]),
+                    "n_tasks": len(outcome),
+                    "min_trials": n_min,
+                    "harbor": kk in reported and value is None,
+                }
+            )
+        for j, (name, v) in enumerate(outcome.items()):
+            row: dict[str, Any] = {"group": label, task: name, "n": len(v), "c": sum(v)}
+            for kk in ks:
+                row[f"pass@{kk}"] = per_task[kk][j]
+            for kk in ks:
+                row[f"pass^{kk}"] = per_task_hat[kk][j]
+            detail_rows.append(row)
+
+    by_name = by if isinstance(by, str) else "group"
+    table = pd.DataFrame(
+        table_rows,
+        columns=["group", "k", "pass_at_k", "pass_hat_k", "n_tasks", "min_trials", "harbor"],
+    ).rename(columns={"group": by_name})
+    detail = pd.DataFrame(detail_rows)
+    if len(detail):
+        detail = detail.rename(columns={"group": by_name})
+    running = _count_running(trials)
+    if running:
+        notes.append(f"{running} running trial(s) not counted (no result yet)")
+    return PassAtK(harbor=harbor, table=table, detail=detail, skipped=skipped, notes=notes)
+
+
+def _count_running(trials: Any) -> int:
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    if "_status" not in nf.columns:
+        return 0
+    return int((nf.get_column("_status").cast(nw.String) == "running").sum())

@@ -1,0 +1,314 @@
+"""Reward files larger than memory: a polars LazyFrame that parses strictly, chunk by chunk.
+
+:func:`scan_rewards` gives the same columns, zero-fill rules and errors as
+:func:`metrickit.read_rewards` (``_source``, ``_line`` per file, ``_status``, one float
+column per key, ``_kind_<key>``), but reads each file in pieces of a few tens of MB cut
+at line boundaries. Every piece goes through the same strict parser as
+:func:`~metrickit.read_rewards` (:func:`metrickit.rewards.parse_bytes`), with its line
+numbers shifted to the file's, so ``null`` lines, keys that first appear late, and bad
+values are handled exactly as in the eager path.
+
+The key set of a file is only known once all of it has been read, so the frame's schema
+is discovered by a first streaming pass when polars first asks for it (``collect``,
+``collect_schema``, ``collect_batches``). :func:`metrickit.aggregate` and the Harbor
+metrics do not need the schema: given the scan itself they make a single pass, carrying
+Harbor's sum state across pieces (:class:`metrickit._harbor_math.HarborAccumulator`), so
+the result is bit-identical to ``aggregate(read_rewards(path))`` with memory bounded by
+the piece size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metrickit.errors import Problem, RewardFileError
+from metrickit.rewards import (
+    _BOM,
+    KIND_PREFIX,
+    KINDS,
+    STATUSES,
+    Parsed,
+    _check_names,
+    _expand,
+    _parse_slow,
+    _polars_enum,
+    _raise_message,
+    parse_bytes,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "scan_rewards"]
+
+#: Size of the pieces a file is parsed in. Peak memory is a small multiple of this.
+DEFAULT_CHUNK_BYTES = 2 << 20
+
+# The attribute that marks a LazyFrame as a scan straight from scan_rewards (derived
+# frames, e.g. after .filter, do not carry it and take the generic streaming path).
+SCAN_ATTRIBUTE = "_metrickit_scan"
+
+PathSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def scan_rewards(source: PathSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> pl.LazyFrame:
+    """Lazily read Harbor reward JSONL files larger than memory.
+
+    Parameters
+    ----------
+    source
+        A path (``.jsonl`` or ``.jsonl.gz``), a glob (``"runs/**/rewards.jsonl"``) or a
+        list of paths and globs.
+    chunk_bytes
+        Bytes parsed at a time (lines are never split). Peak memory is a small multiple.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The columns of :func:`~metrickit.read_rewards` (polars backend), row for row.
+        ``aggregate(scan)`` and the Harbor metrics stream it in one pass.
+
+    Raises
+    ------
+    RewardFileError
+        As :func:`~metrickit.read_rewards` (file and line, key and value), when the frame
+        is evaluated or its schema is first needed; a missing file or empty glob at once.
+
+    Examples
+    --------
+    >>> import metrickit as mk, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "rewards.jsonl"
+    >>> _ = path.write_text('{"a": 1}\\nnull\\n{"a": 0.5, "b": 1}\\n')
+    >>> scan = mk.scan_rewards(path)
+    >>> mk.aggregate(scan)
+    {'a': 0.5, 'b': 0.3333333333333333}
+    >>> scan.select("_line", "b", "_kind_b").collect().rows()
+    [(1, 0.0, 'missing'), (2, 0.0, 'missing'), (3, 1.0, 'int')]
+    """
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    if isinstance(source, bytes | bytearray) or (
+        isinstance(source, str) and ("\n" in source or source.lstrip()[:1] in ("{", "["))
+    ):
+        raise RewardFileError(
+            "scan_rewards reads files; for JSONL text or in-memory rows use read_rewards"
+        )
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes={chunk_bytes!r}; expected a positive number of bytes")
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    paths = [path for item in items for path in _expand(item)]
+    for path in paths:
+        if not path.exists():
+            raise RewardFileError(f"{path}: no such file")
+        if path.is_dir():
+            raise RewardFileError(
+                f"{path}: is a directory; pass reward .jsonl files (or a glob such as "
+                f"'{path}/**/*.jsonl')"
+            )
+    spec = ScanSpec(paths, chunk_bytes)
+
+    def io_source(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        keys = spec.keys()
+        remaining = n_rows
+        for parsed in spec.parsed():
+            if remaining is not None and remaining <= 0:
+                return
+            frame = spec.polars_frame(parsed, keys)
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if with_columns is not None:
+                frame = frame.select(with_columns)
+            if remaining is not None:
+                frame = frame.head(remaining)
+                remaining -= frame.height
+            yield frame
+
+    lazy = register_io_source(
+        io_source,
+        schema=lambda: pl.Schema(spec.schema_or_error()),
+        explain_name="metrickit.scan_rewards",
+        explain_detail=", ".join(spec.names),
+    )
+    setattr(lazy, SCAN_ATTRIBUTE, spec)
+    return lazy
+
+
+@dataclass
+class ScanSpec:
+    """What a scan reads; the key set is found once, on first need."""
+
+    paths: list[Path]
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    threads: int = 1
+    _keys: list[str] | None = None
+    error: RewardFileError | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """Source names, as ``_source`` shows them (same as read_rewards)."""
+        return list(dict.fromkeys(str(p) for p in self.paths))
+
+    def parsed(self) -> Iterator[Parsed]:
+        """Every piece of every file, strictly parsed, lines numbered per file, in order.
+
+        With ``threads > 1`` the next pieces are parsed in a small thread pool while the
+        current one is consumed (polars and numpy release the GIL for most of the work);
+        at most ``2 * threads`` pieces are in flight, so memory stays bounded. Pieces
+        come out in file order, so the first bad line is the one raised.
+        """
+        chunks = (
+            (str(path), data, offset, first)
+            for path in self.paths
+            for data, offset, first in iter_chunks(path, self.chunk_bytes)
+        )
+        if self.threads <= 1:
+            for name, data, offset, first in chunks:
+                yield parse_chunk(name, data, offset, first=first)
+            return
+        from collections import deque
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        pending: deque[Future[Parsed]] = deque()
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="metrickit-scan")
+        try:
+            for name, data, offset, first in chunks:
+                pending.append(pool.submit(parse_chunk, name, data, offset, first=first))
+                if len(pending) >= 2 * self.threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def keys(self) -> list[str]:
+        """Sorted reward keys over all files (one streaming pass, cached)."""
+        if self.error is not None:
+            raise self.error
+        if self._keys is None:
+            found: set[str] = set()
+            for parsed in self.parsed():
+                found.update(parsed.values)
+            keys = sorted(found)
+            _check_names(keys)
+            self._keys = keys
+        return self._keys
+
+    def schema_or_error(self) -> dict[str, Any]:
+        """The schema; on bad input, remember the error for evaluation to raise.
+
+        polars wraps an exception raised while it asks for the schema in its own
+        ``ComputeError``; raised from the source instead, the ``RewardFileError`` (file,
+        line, value) reaches the caller as it is.
+        """
+        try:
+            return self.schema()
+        except RewardFileError as exc:
+            self.error = exc
+            return self.schema(keys=[])
+
+    def schema(self, keys: list[str] | None = None) -> dict[str, Any]:
+        import polars as pl
+
+        keys = self.keys() if keys is None else keys
+        schema: dict[str, Any] = {
+            "_source": pl.Enum(self.names),
+            "_line": pl.Int64,
+            "_status": pl.Enum(list(STATUSES)),
+        }
+        schema.update({key: pl.Float64 for key in keys})
+        schema.update({KIND_PREFIX + key: pl.Enum(list(KINDS)) for key in keys})
+        return schema
+
+    def polars_frame(self, parsed: Parsed, keys: list[str]) -> pl.DataFrame:
+        """One piece as a frame with the scan's full schema (absent keys zero-filled)."""
+        import polars as pl
+
+        n = parsed.n
+        source_enum = pl.Enum(self.names)
+        columns: dict[str, pl.Series] = {
+            "_source": pl.Series("_source", [parsed.source], dtype=source_enum).extend_constant(
+                parsed.source, n - 1
+            )
+            if n
+            else pl.Series("_source", [], dtype=source_enum),
+            "_line": pl.Series("_line", parsed.lines, dtype=pl.Int64),
+            "_status": _polars_enum(parsed.status, STATUSES).alias("_status"),
+        }
+        zeros = np.zeros(n, dtype=np.float64)
+        missing = np.zeros(n, dtype=np.uint8)
+        for key in keys:
+            columns[key] = pl.Series(key, parsed.values.get(key, zeros), dtype=pl.Float64)
+        for key in keys:
+            name = KIND_PREFIX + key
+            columns[name] = _polars_enum(parsed.kinds.get(key, missing), KINDS).alias(name)
+        return pl.DataFrame(columns)
+
+
+def iter_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
+    """``(piece, newlines before it, is first piece)`` for a file, cut after a newline."""
+    try:
+        fh = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        raise RewardFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise RewardFileError(f"{path}: is a directory; pass a reward .jsonl file") from None
+    offset = 0
+    first = True
+    carry = b""
+    try:
+        with fh:
+            while True:
+                try:
+                    block = fh.read(chunk_bytes)
+                except (OSError, EOFError, zlib.error) as exc:
+                    raise RewardFileError(f"{path}: not a readable gzip file ({exc})") from None
+                if not block:
+                    break
+                buf = carry + block if carry else block
+                cut = buf.rfind(b"\n")
+                if cut < 0:  # one line longer than a chunk: keep reading
+                    carry = buf
+                    continue
+                piece, carry = buf[: cut + 1], buf[cut + 1 :]
+                yield piece, offset, first
+                offset += piece.count(b"\n")
+                first = False
+    finally:
+        fh.close()
+    if carry:
+        yield carry, offset, first
+
+
+def parse_piece(name: str, data: bytes, *, first: bool) -> tuple[Parsed, list[Problem]]:
+    """Parse one piece (lines numbered from 1 within it), problems collected."""
+    if not first and data.startswith(_BOM):
+        # A byte-order mark only counts at the start of the file; elsewhere it is
+        # part of a (then invalid) line, and the exact path says so.
+        return _parse_slow(name, data)
+    return parse_bytes(name, data)
+
+
+def parse_chunk(name: str, data: bytes, offset: int, *, first: bool) -> Parsed:
+    """Strictly parse one piece; raise with the file's own line numbers."""
+    parsed, problems = parse_piece(name, data, first=first)
+    if problems:
+        raise RewardFileError(
+            _raise_message([replace(p, line=p.line + offset) for p in problems])
+        )
+    if offset:
+        parsed.lines = parsed.lines + offset
+    return parsed

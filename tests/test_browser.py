@@ -1,0 +1,170 @@
+"""End to end in a real browser: JupyterLab + Chromium run the tuning notebook.
+
+Starts JupyterLab on 127.0.0.1 with a token, opens notebooks/03_tune_reward_spec.ipynb with
+Playwright in Debian's Chromium, runs every cell, moves the speed-weight slider with the
+keyboard and checks that the ranking in the page changed. Screenshots go to
+``test-output/browser/``. Marked ``browser``: skip it locally with ``-m "not browser"``;
+CI (``.ci/run``) installs Chromium and runs it, and it fails (never skips) when something
+it needs is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("METRICKIT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+OUT = ROOT / "test-output" / "browser"
+
+pytestmark = pytest.mark.browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _api(base: str, token: str, path: str, method: str = "GET") -> object:
+    request = urllib.request.Request(f"{base}{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+@pytest.fixture
+def jupyter(tmp_path):
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) "
+        "or deselect with -m 'not browser'"
+    )
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)  # inline plots must render in the kernel
+    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "jupyter-config")
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "jupyter-runtime")
+    log = open(tmp_path / "jupyter.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
+         f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True",
+         "--ServerApp.open_browser=False"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                _api(base, token, "/api/status")
+                break
+            except OSError:
+                if server.poll() is not None:
+                    raise RuntimeError((tmp_path / "jupyter.log").read_text()) from None
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("JupyterLab did not start in 60 s")
+        yield base, token
+    finally:
+        try:
+            for session in _api(base, token, "/api/sessions") or []:  # type: ignore[union-attr]
+                _api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
+        except OSError:
+            pass
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _best(page) -> str:
+    return page.locator(".metrickit-tuner").get_by_text("Best:").first.inner_text()
+
+
+def test_tuning_notebook_in_jupyterlab(jupyter):
+    from playwright.sync_api import sync_playwright
+
+    base, token = jupyter
+    OUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        try:
+            page.goto(f"{base}/lab/tree/notebooks/03_tune_reward_spec.ipynb?token={token}",
+                      timeout=120_000)
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                " && window.jupyterapp.shell.currentWidget.sessionContext"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session",
+                timeout=120_000,
+            )
+            page.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                ".connectionStatus === 'connected'",
+                timeout=120_000,
+            )
+            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            tuner = page.locator(".metrickit-tuner")
+            tuner.wait_for(state="visible", timeout=120_000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.metrickit-tuner')]"
+                ".some(e => e.innerText.includes('Best:'))", timeout=60_000)
+            tuner.scroll_into_view_if_needed()
+            page.screenshot(path=str(OUT / "tuner-before.png"), full_page=False)
+            before = _best(page)
+            ranking_before = tuner.locator("table.metrickit-ranking").inner_text()
+            image_before = tuner.locator("img").last.get_attribute("src")
+
+            # Keyboard only: focus the speed-weight slider's handle and push it to the top,
+            # then take the accuracy weight down.
+            sliders = tuner.locator(".widget-slider")
+            speed = sliders.filter(has_text="speed weight").locator(".noUi-handle")
+            speed.focus()
+            for _ in range(20):
+                page.keyboard.press("ArrowRight")
+            accuracy = sliders.filter(has_text="accuracy weight").locator(".noUi-handle")
+            accuracy.focus()
+            for _ in range(20):
+                page.keyboard.press("ArrowLeft")
+            page.wait_for_function(
+                "(before) => { const t = document.querySelector('.metrickit-tuner');"
+                " return t && t.innerText.includes('Best:') &&"
+                " !t.innerText.includes(before); }",
+                arg=before, timeout=30_000,
+            )
+            after = _best(page)
+            ranking_after = tuner.locator("table.metrickit-ranking").inner_text()
+            page.wait_for_timeout(500)
+            image_after = tuner.locator("img").last.get_attribute("src")
+            page.screenshot(path=str(OUT / "tuner-after.png"), full_page=False)
+            assert after != before
+            assert "mini-fast" in after  # the fastest, cheapest candidate wins on speed
+            assert ranking_after != ranking_before
+            assert image_after != image_before
+            literal = tuner.locator("pre.metrickit-spec").inner_text()
+            assert "'speed': 1.0" in literal or "'speed': 1" in literal
+        except Exception:
+            page.screenshot(path=str(OUT / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    shutil.copy(OUT / "tuner-after.png", OUT / "tuner.png")

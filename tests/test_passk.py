@@ -1,0 +1,180 @@
+"""pass@k: Harbor's numbers and k values, k = 1, chosen k, pass^k, skipped groups."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+from harbor_jobs_helpers import FIXTURES, harbor_pass_at_k, write_trial
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import metrickit as mk
+from metrickit.passk import PassAtKSkipped, _pass_at_k_task, harbor_k_values, pass_at_k
+
+JOB_025 = Path("data/harbor_jobs/2025-06-02__10-00-00")
+JOB_026 = Path("data/harbor_jobs/2025-06-03__14-30-00")
+
+
+def stored_pass_at_k(job: Path) -> dict[str, dict[int, float]]:
+    evals = json.loads((job / "result.json").read_text())["stats"]["evals"]
+    return {key: {int(k): v for k, v in ev["pass_at_k"].items()} for key, ev in evals.items()}
+
+
+@pytest.mark.parametrize(
+    ("job", "policy"), [(FIXTURES / "job_0.25", "0.25"), (FIXTURES / "job_0.26", "0.26")]
+)
+def test_equals_what_harbor_stored(job, policy):
+    # Harbor-written fixtures: 0.25 counts the errored trial as a failure (pass@2 2/3),
+    # 0.26 leaves it out (pass@2 1.0).
+    result = pass_at_k(mk.read_harbor_job(job), policy=policy)
+    assert result.harbor == stored_pass_at_k(job)
+    other = "0.26" if policy == "0.25" else "0.25"
+    assert pass_at_k(mk.read_harbor_job(job), policy=other).harbor != stored_pass_at_k(job)
+
+
+def test_sample_job_table_detail_and_pass_hat_k():
+    result = pass_at_k(mk.read_harbor_job(JOB_025))
+    assert result.harbor == stored_pass_at_k(JOB_025)
+    assert result.skipped == {} and result.notes == []
+    table = result.table.set_index("k")
+    assert list(table.index) == [1, 2, 4]
+    assert list(table["harbor"]) == [False, True, True]
+    detail = result.detail.set_index("task_name")
+    assert list(detail["n"]) == [4] * 6
+    # k = 1 is the mean of per-task success rates; pass^k = mean of C(c,k)/C(n,k).
+    assert table.loc[1, "pass_at_k"] == pytest.approx((detail["c"] / detail["n"]).mean())
+    for k in (2, 4):
+        expected = sum(math.comb(c, k) / math.comb(4, k) for c in detail["c"]) / 6
+        assert table.loc[k, "pass_hat_k"] == pytest.approx(expected)
+        assert list(detail[f"pass^{k}"]) == pytest.approx(
+            [math.comb(c, k) / math.comb(4, k) for c in detail["c"]]
+        )
+    assert detail.loc["parse-nginx-logs", "pass@2"] == 0.5  # n=4, c=1
+
+
+def test_policy_026_leaves_out_invalid_rewards():
+    trials = mk.read_harbor_job(JOB_025)
+    result = pass_at_k(trials, policy="0.26")
+    # The EnvironmentStartTimeoutError trial has no reward: sqlite-add-index has 3 trials.
+    assert result.harbor == {
+        "terminus-2__claude-sonnet-4-5__terminal-bench-mini": harbor_pass_at_k(
+            _valid_pairs(trials)
+        )
+    }
+    assert len(_valid_pairs(trials)) == 23
+    assert list(result.table["k"]) == [1, 2]
+
+
+def _valid_pairs(trials):
+    ok = trials[trials["reward_valid"]]
+    return [(t, {"reward": r}) for t, r in zip(ok["task_name"], ok["reward"], strict=True)]
+
+
+def test_user_k_and_k_beyond_the_smallest_task():
+    trials = mk.read_harbor_job(JOB_025)
+    with pytest.warns(PassAtKSkipped, match=r"k=\[5\] exceeds the fewest trials"):
+        result = pass_at_k(trials, k=[3, 5])
+    table = result.table.set_index("k")
+    assert list(table.index) == [1, 2, 3, 4, 5]
+    assert not table.loc[3, "harbor"]
+    assert table.loc[3, "pass_at_k"] == pytest.approx(
+        sum(_pass_at_k_task(4, c, 3) for c in result.detail["c"]) / 6
+    )
+    assert math.isnan(table.loc[5, "pass_at_k"])
+    assert result.harbor == stored_pass_at_k(JOB_025)  # Harbor's own part is unchanged
+    with pytest.raises(ValueError, match="positive integers"):
+        pass_at_k(trials, k=0)
+
+
+def test_multi_key_group_is_skipped_loudly():
+    trials = mk.read_harbor_job(JOB_026)
+    with pytest.warns(PassAtKSkipped, match="2 reward keys") as record:
+        result = pass_at_k(trials)
+    assert len(record) == 2
+    assert set(result.skipped) == {"claude-code__claude-sonnet-4-5__webapp-tasks",
+                                   "codex__gpt-5__webapp-tasks"}
+    assert result.harbor == stored_pass_at_k(JOB_026) == {key: {} for key in result.skipped}
+    assert any("running" in note for note in result.notes)
+    assert len(result.table) == 0
+
+
+def test_value_column_for_a_multi_key_job():
+    trials = mk.read_harbor_job(JOB_026)
+    trials = trials[trials["task_name"] != "deploy-pipeline"]  # its steps average to 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PassAtKSkipped)
+        result = pass_at_k(trials, value="correctness")
+    table = result.table.set_index(["eval", "k"])
+    claude = trials[(trials["agent"] == "claude-code")]
+    per_task = claude.groupby("task_name")["correctness"].agg(["size", "sum"])
+    expected = sum(_pass_at_k_task(n, int(c), 2) for n, c in per_task.to_numpy()) / len(per_task)
+    assert table.loc[("claude-code__claude-sonnet-4-5__webapp-tasks", 2), "pass_at_k"] == (
+        pytest.approx(expected)
+    )
+    assert not table["harbor"].any()
+
+
+@pytest.mark.parametrize(
+    ("rewards", "reason"),
+    [({"reward": 0.5}, "has reward 0.5"), ({}, "has 0 reward keys")],
+)
+def test_non_binary_or_empty_reward_skips_the_group(tmp_path, rewards, reason):
+    write_trial(tmp_path / "job", "a__1", task="a", rewards={"reward": 1.0})
+    write_trial(tmp_path / "job", "a__2", task="a", rewards=rewards)
+    trials = mk.read_harbor_job(tmp_path / "job")
+    with pytest.warns(PassAtKSkipped, match=reason):
+        result = pass_at_k(trials)
+    assert result.harbor == {"claude-code__claude-sonnet-4-5__my-dataset": {}}
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [(1, []), (2, [2]), (4, [2, 4]), (5, [2, 4, 5]), (10, [2, 4, 5, 8, 10]),
+     (16, [2, 4, 5, 8, 10, 15, 16])],
+)
+def test_harbor_k_values(n, expected):
+    assert harbor_k_values(n) == expected
+
+
+def test_estimator_examples_from_harbor():
+    assert _pass_at_k_task(5, 2, 2) == pytest.approx(0.7)
+    assert _pass_at_k_task(4, 1, 2) == 0.5
+    assert _pass_at_k_task(3, 0, 2) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 30), st.data())
+def test_estimator_is_the_unbiased_formula(n, data):
+    c = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(1, n))
+    assert _pass_at_k_task(n, c, k) == pytest.approx(
+        1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12
+    )
+
+
+trial_st = st.tuples(
+    st.sampled_from(["t1", "t2", "t3"]),
+    st.sampled_from([None, {"reward": 1.0}, {"reward": 0.0}, {"reward": 1}, {"reward": 0}]),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(trial_st, min_size=1, max_size=14))
+@example([("t1", None)])
+@example([("t1", {"reward": 1}), ("t1", {"reward": 0.0}), ("t2", None), ("t2", {"reward": 1})])
+def test_matches_harbor_reference_on_random_jobs(trials):
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (task, rewards) in enumerate(trials):
+            write_trial(Path(tmp), f"{task}__{i:07d}", task=task, rewards=rewards,
+                        started=f"2025-01-01T00:{i:02d}:00Z")
+        table = mk.read_harbor_job(tmp)
+    result = pass_at_k(table)
+    expected = harbor_pass_at_k(trials)
+    got = result.harbor["claude-code__claude-sonnet-4-5__my-dataset"]
+    assert list(got) == list(expected)
+    assert list(got.values()) == pytest.approx(list(expected.values()), abs=1e-15)

@@ -1,0 +1,700 @@
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import sys
+import textwrap
+import threading
+import types
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import metrickit as mk
+from metrickit import cli
+from metrickit.scorers import read_cases, scorer_arity, validate_result
+
+SEED_SPEC = {
+    "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
+    "accuracy": {},
+    "speed": {"reference": 2000},
+    "cost": {"reference": 0.01},
+}
+CASES = [
+    {"case_id": "a", "message": "I was charged twice.", "output": "billing",
+     "expected": {"label": "billing"}, "latency_ms": 800.0, "cost_usd": 0.002},
+    {"case_id": "b", "message": "App crashes.", "output": "other",
+     "expected": {"label": "technical"}, "latency_ms": 2000.0, "cost_usd": 0.01},
+    {"case_id": "c", "message": "Where is my parcel?", "output": "shipping",
+     "expected": {"label": "shipping"}, "latency_ms": None, "cost_usd": 0.0},
+]
+
+
+@pytest.fixture
+def cases_dir(data_dir):
+    return data_dir / "cases"
+
+
+@pytest.fixture
+def tickets(cases_dir):
+    return cases_dir / "tickets.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _no_judge():
+    previous = mk.set_judge(None)
+    yield
+    mk.set_judge(previous)
+
+
+def returning(value):
+    def score(input, output, expected=None):
+        return value
+
+    return score
+
+
+# ---------------------------------------------------------------------------
+# validate_result: the seed's table and the extra forms
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        (0.8, {"feedback": "Close. Missing the date."}),
+        [1.0, {"feedback": "OK", "scores": {"format": 1.0}}],
+        (np.float32(0.5), {"feedback": "", "scores": {"a": np.int64(1)}}),
+        (1, {"feedback": "int scores are numbers", "extra": object()}),
+    ],
+)
+def test_valid_return_values(value):
+    assert validate_result(value) == []
+
+
+INVALID = [
+    (0.8, "returned a bare number 0.8 (float): there is no side information"),
+    ((0.8, "Close."), "the side information is 'Close.' (str), not a dict"),
+    ((0.8, {}), 'has no "feedback" string'),
+    (("0.8", {"feedback": "OK"}), "the score is a string '0.8'; expected a number (not a string)"),
+    ((0.8, {"feedback": "OK", "scores": {"a": "high"}}),
+     "named score 'a' is 'high' (str); expected a number"),
+    ((True, {"feedback": "OK"}), "the score is a bool True; a bool is not a score"),
+    ((math.nan, {"feedback": "OK"}), "the score is nan; expected a finite number"),
+    ((-math.inf, {"feedback": "OK"}), "the score is -inf; expected a finite number"),
+    ((None, {"feedback": "OK"}), "the score is None (NoneType); expected a number"),
+    ((0.8,), "returned a tuple of 1 item(s); expected a pair (2 items)"),
+    ([0.8, {"feedback": "OK"}, "extra"], "returned a list of 3 item(s); expected a pair"),
+    ((0.8, {"feedback": 3}), "feedback is 3 (int); expected a string"),
+    ((0.8, {"feedback": "OK", "scores": [1.0]}), '"scores" is [1.0] (list); expected a dict'),
+    ((0.8, {"feedback": "OK", "scores": {"a": math.inf}}), "named score 'a' is inf"),
+    ((0.8, {"feedback": "OK", "scores": {"a": False}}), "named score 'a' is False (bool)"),
+    (None, "returned None (NoneType); expected a pair"),
+    ({"score": 1}, "returned {'score': 1} (dict); expected a pair"),
+]
+
+
+@pytest.mark.parametrize(("value", "reason"), INVALID, ids=[r for _, r in INVALID])
+def test_each_invalid_form_has_its_own_reason(value, reason):
+    problems = validate_result(value)
+    assert len(problems) == 1, problems
+    assert reason in problems[0]
+
+
+def test_reasons_are_distinct_for_the_seed_table():
+    seed = [v for v, _ in INVALID[:5]]
+    reasons = [validate_result(v)[0] for v in seed]
+    assert len(set(reasons)) == 5
+
+
+def test_several_problems_are_all_listed():
+    problems = validate_result(("x", {"scores": {"a": "b"}}))
+    assert len(problems) == 3
+
+
+# ---------------------------------------------------------------------------
+# check_scorer with functions (in this process)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "reason"), INVALID, ids=[r for _, r in INVALID])
+def test_check_scorer_reports_every_invalid_form(value, reason):
+    report = mk.check_scorer(returning(value), CASES)
+    assert not report.ok
+    assert len(report.entries) == 3
+    assert all(reason in e.problems[0] for e in report.entries)
+    assert reason in str(report)
+
+
+def test_check_scorer_accepts_a_valid_scorer_and_runs_three_cases(tickets):
+    calls = []
+
+    def score(input, output, expected=None):
+        calls.append((input, output, expected))
+        return float(output == expected["label"]), {"feedback": "checked"}
+
+    report = mk.check_scorer(score, tickets)
+    assert report.ok and report.arity == 3
+    assert len(calls) == 3
+    assert calls[0] == ({"message": "Are you hiring in Berlin?"}, "other", {"label": "other"})
+    assert [e.key["case_id"] for e in report.entries] == ["t001"] * 3
+    assert "contract OK: 3 of 3 cases valid" in str(report)
+    assert "<table>" in report._repr_html_()
+    assert len(mk.check_scorer(score, tickets, n=5).entries) == 5
+
+
+def test_two_parameter_scorer_is_called_with_input_and_output():
+    seen = []
+
+    def score(input, output):
+        seen.append((input, output))
+        return 1.0, {"feedback": "ok"}
+
+    report = mk.check_scorer(score, CASES)
+    assert report.ok and report.arity == 2
+    # Without an `input` column, the input is every field that is not output/expected/key.
+    assert seen[0] == ({"message": "I was charged twice."}, "billing")
+    assert "called as score(input, output)" in str(report)
+
+
+def _kw(input, output, *, strict):
+    return 1.0, {"feedback": ""}
+
+
+@pytest.mark.parametrize(
+    ("scorer", "reason"),
+    [
+        (lambda x: (1.0, {"feedback": ""}), "takes 1 positional parameter(s)"),
+        (lambda: (1.0, {"feedback": ""}), "takes 0 positional parameter(s)"),
+        (lambda a, b, c, d: (1.0, {"feedback": ""}), "needs 4 arguments"),
+        (_kw, "required keyword-only parameter(s) ['strict']"),
+        (42, "the scorer is 42 (int), not a function"),
+    ],
+)
+def test_unusable_signature_is_reported_before_any_call(scorer, reason):
+    report = mk.check_scorer(scorer, CASES)
+    assert not report.ok
+    assert report.entries == ()
+    assert reason in report.problems[0]
+    assert "cannot be used" in str(report)
+
+
+def test_signature_variants_that_work():
+    assert scorer_arity(lambda *args: None) == (3, None)
+    assert scorer_arity(lambda i, o, e=None, extra=1: None) == (3, None)
+    assert scorer_arity(lambda i, o, *, flag=False: None) == (2, None)
+    assert scorer_arity(print)[1] is None
+
+
+def test_exception_reports_type_message_and_the_scorers_own_line():
+    def score(input, output, expected=None):
+        data = {"x": 1}
+        return data[output], {"feedback": ""}  # KeyError here
+
+    line = score.__code__.co_firstlineno + 2
+    report = mk.check_scorer(score, CASES, n=1)
+    (problem,) = report.entries[0].problems
+    assert problem.startswith("raised KeyError: 'billing'")
+    assert f"test_scorers.py:{line}: return data[output]" in problem
+
+
+def test_exception_inside_a_library_points_at_the_scorers_call():
+    import json
+
+    def score(input, output, expected=None):
+        return json.loads(output), {"feedback": ""}
+
+    line = score.__code__.co_firstlineno + 1
+    (problem,) = mk.check_scorer(score, CASES, n=1).entries[0].problems
+    assert "raised JSONDecodeError" in problem
+    assert f"test_scorers.py:{line}: return json.loads(output)" in problem
+
+
+def test_sys_exit_in_a_function_scorer_is_reported_not_fatal():
+    def score(input, output, expected=None):
+        sys.exit(3)
+
+    report = mk.check_scorer(score, CASES)
+    assert [e.problems for e in report.entries] == [
+        ("called sys.exit(3); a scorer must return a pair, not exit",)
+    ] * 3
+
+
+def test_a_call_past_the_timeout_is_reported_and_the_rest_still_run():
+    release = threading.Event()
+
+    def score(input, output, expected=None):
+        if output == "other":
+            release.wait(10)
+        return 1.0, {"feedback": "ok"}
+
+    try:
+        report = mk.check_scorer(score, CASES, timeout=0.2)
+    finally:
+        release.set()
+    ok, hung, ok2 = report.entries
+    assert ok.ok and ok2.ok
+    assert hung.timed_out and "timed out: no result within 0.2 s" in hung.problems[0]
+
+
+@pytest.mark.parametrize("timeout", [601, 0, -1, math.nan, "60", True])
+def test_timeouts_outside_the_contract_are_refused(timeout):
+    with pytest.raises(mk.ScorerError, match="at most 600"):
+        mk.check_scorer(returning((1.0, {"feedback": ""})), CASES, timeout=timeout)
+    with pytest.raises(mk.ScorerError, match="at most 600"):
+        mk.score_cases(returning((1.0, {"feedback": ""})), CASES, timeout=timeout,
+                       progress=False)
+
+
+def test_timeout_600_and_bad_n():
+    assert mk.check_scorer(returning((1.0, {"feedback": ""})), CASES, timeout=600).ok
+    with pytest.raises(mk.ScorerError, match="n is 0"):
+        mk.check_scorer(returning((1.0, {"feedback": ""})), CASES, n=0)
+
+
+def test_measurements_of_the_case_are_visible_to_the_scorer():
+    seen = []
+
+    def score(input, output, expected=None):
+        seen.append((mk.observation(), mk.service_cost()))
+        return 1.0, {"feedback": ""}
+
+    mk.check_scorer(score, CASES)
+    assert seen == [(800.0, 0.002), (2000.0, 0.01), (None, 0.0)]
+    assert mk.observation() is None
+
+
+def test_invalid_reward_spec_of_a_function_scorer_is_reported(tmp_path):
+    path = tmp_path / "bad_spec.py"
+    path.write_text(textwrap.dedent("""
+        REWARD_SPEC = {"weights": {"accuracy": 1, "speed": 1}, "speed": {"reference": 1},
+                       "cost": {"reference": 1}}
+        def score(input, output, expected=None):
+            return 1.0, {"feedback": "ok"}
+    """))
+    score, _ = mk.load_scorer(path)
+    report = mk.check_scorer(score, CASES)
+    assert not report.ok
+    assert report.problems == ("REWARD_SPEC: weights must name accuracy, speed and cost; "
+                               "missing ['cost'] (give 0 to leave a part out)",)
+
+
+# ---------------------------------------------------------------------------
+# Scorer files: loading, REWARD_SPEC from the syntax tree, separate process
+# ---------------------------------------------------------------------------
+
+
+def test_read_reward_spec_without_running_the_file(tmp_path, cases_dir):
+    assert mk.read_reward_spec(cases_dir / "reward_spec.py") == SEED_SPEC
+    assert mk.read_reward_spec(cases_dir / "exact_match.py") is None
+    path = tmp_path / "metric.py"
+    path.write_text("raise SystemExit('must not run')\nREWARD_SPEC = {'weights': {}}\n"
+                    "REWARD_SPEC: dict = {'weights': {'accuracy': 1}}\n")
+    assert mk.read_reward_spec(path) == {"weights": {"accuracy": 1}}
+    path.write_text("W = 0.5\nREWARD_SPEC = {'weights': {'accuracy': W}}\n")
+    with pytest.raises(mk.ScorerError, match=r"metric.py:2: REWARD_SPEC is not a plain literal"):
+        mk.read_reward_spec(path)
+    path.write_text("REWARD_SPEC = {\n")
+    with pytest.raises(mk.ScorerError, match="syntax error"):
+        mk.read_reward_spec(path)
+    with pytest.raises(mk.ScorerError, match="cannot read"):
+        mk.read_reward_spec(tmp_path / "missing.py")
+
+
+def test_load_scorer_runs_seed_files_unchanged(cases_dir):
+    score, spec = mk.load_scorer(cases_dir / "reward_spec.py")
+    assert spec == SEED_SPEC
+    value = score({}, "billing", {"label": "billing"})
+    assert validate_result(value) == []
+    import skynet
+
+    assert skynet.reward is mk.reward
+    score, spec = mk.load_scorer(cases_dir / "exact_match.py")
+    assert spec is None
+    assert score({}, "a", {"label": "b"}) == (0.0, {"feedback": "Expected 'b', got 'a'."})
+
+
+def test_load_scorer_errors(tmp_path):
+    path = tmp_path / "metric.py"
+    path.write_text("x = 1\n\nraise ValueError('bad config')\n")
+    with pytest.raises(mk.ScorerError, match=r"raised ValueError: bad config \(at metric.py:3"):
+        mk.load_scorer(path)
+    path.write_text("def scorer(input, output):\n    return 1.0, {}\n")
+    with pytest.raises(mk.ScorerError, match="defines no function 'score'"):
+        mk.load_scorer(path)
+    with pytest.raises(mk.ScorerError, match="no such scorer file"):
+        mk.load_scorer(tmp_path / "nope.py")
+
+
+@pytest.mark.parametrize(
+    ("name", "cases"),
+    [("exact_match", "tickets.jsonl"), ("json_fields", "extraction.jsonl"),
+     ("reward_spec", "tickets.jsonl")],
+)
+def test_seed_examples_pass_the_contract_check_as_files(cases_dir, name, cases):
+    report = mk.check_scorer(cases_dir / f"{name}.py", cases_dir / cases)
+    assert report.ok, str(report)
+    assert len(report.entries) == 3
+    if name == "reward_spec":
+        assert report.reward_spec == SEED_SPEC
+        assert set(report.entries[0].scores) == {"accuracy", "speed", "cost"}
+
+
+def test_broken_example_file_gets_one_reason_per_case(cases_dir, tickets):
+    rows, _ = read_cases(tickets)
+    picks = [next(r for r in rows if r["accuracy"] == 1.0),
+             next(r for r in rows if r["output"].lower() == r["expected"]["label"] != r["output"]),
+             next(r for r in rows if r["output"].lower() != r["expected"]["label"])]
+    report = mk.check_scorer(cases_dir / "broken_metric.py", picks)
+    assert not report.ok
+    reasons = [e.problems for e in report.entries]
+    assert "returned a bare number 1.0" in reasons[0][0]
+    assert "the score is a string '0.5'" in reasons[1][0]
+    assert "the side information is" in reasons[2][0] and "not a dict" in reasons[2][0]
+
+
+def test_judge_scorer_file_without_and_with_a_judge(cases_dir, tickets):
+    report = mk.check_scorer(cases_dir / "llm_judge.py", tickets, n=1)
+    (problem,) = report.entries[0].problems
+    assert "raised JudgeNotConfiguredError" in problem and "set_judge" in problem
+    assert "llm_judge.py:7" in problem
+
+    prompts = []
+
+    def judge(prompt, input=None):  # a closure: it stays in this process
+        prompts.append((prompt, input))
+        return "PASS. The label matches the message."
+
+    mk.set_judge(judge)
+    report = mk.check_scorer(cases_dir / "llm_judge.py", tickets, n=2)
+    assert report.ok, str(report)
+    assert report.entries[0].feedback == "PASS. The label matches the message."
+    assert len(prompts) == 2 and prompts[0][1].startswith("Question: Are you hiring")
+
+
+MISBEHAVING = '''
+import os, sys, time
+
+def score(input, output, expected=None):
+    mode = input["mode"]
+    print("noise on stdout must not break the report")
+    if mode == "hang":
+        time.sleep(60)
+    if mode == "exit":
+        sys.exit(4)
+    if mode == "os_exit":
+        os._exit(7)
+    if mode == "crash":
+        import ctypes
+        ctypes.string_at(0)
+    return 1.0, {"feedback": f"fine: {mode}"}
+'''
+
+
+def test_path_scorer_survives_hang_exit_os_exit_and_crash(tmp_path):
+    path = tmp_path / "metric.py"
+    path.write_text(MISBEHAVING)
+    modes = ["ok", "hang", "exit", "os_exit", "crash", "ok again"]
+    cases = [{"mode": m, "output": "x"} for m in modes]
+    report = mk.check_scorer(path, cases, n=len(cases), timeout=1.5)
+    entries = dict(zip(modes, report.entries, strict=True))
+    assert entries["ok"].ok and entries["ok"].feedback == "fine: ok"
+    assert entries["ok again"].ok
+    assert entries["hang"].timed_out
+    assert "timed out: no result within 1.5 s (the scorer process was stopped)" in \
+        entries["hang"].problems[0]
+    assert entries["exit"].problems == ("called sys.exit(4); a scorer must return a pair, "
+                                        "not exit",)
+    assert "exited with code 7 without returning a result" in entries["os_exit"].problems[0]
+    crash = entries["crash"].problems[0]
+    assert "killed by SIGSEGV (the interpreter crashed) at metric.py:15" in crash
+    assert "Fatal Python error: Segmentation fault" in crash
+    assert "Extension modules" not in crash
+    assert not report.ok and len(report.failed) == 4
+
+
+def test_path_scorer_reward_spec_is_checked_as_the_file_defines_it(tmp_path):
+    path = tmp_path / "metric.py"
+    # Not a literal (read_reward_spec refuses it), but a valid spec once the file runs.
+    path.write_text(textwrap.dedent("""
+        from skynet import reward
+        SPEED = 1500
+        REWARD_SPEC = {"weights": {"accuracy": 1, "speed": 1, "cost": 0},
+                       "speed": {"reference": SPEED}, "cost": {"reference": 0.01}}
+        def score(input, output, expected=None):
+            return reward(REWARD_SPEC, 1.0, "ok")
+    """))
+    report = mk.check_scorer(path, CASES)
+    assert report.ok, str(report)
+    assert report.reward_spec["speed"] == {"reference": 1500}
+    assert report.entries[0].scores["speed"] == pytest.approx(1500 / 2300)
+    path.write_text(path.read_text().replace("SPEED = 1500", "SPEED = -1"))
+    report = mk.check_scorer(path, CASES, n=1)
+    assert report.problems == ("REWARD_SPEC: speed.reference is -1 (int); expected a positive "
+                               "finite number",)
+    assert "raised SpecError" in report.entries[0].problems[0]
+
+
+def test_path_scorer_that_cannot_load_is_reported(tmp_path):
+    path = tmp_path / "metric.py"
+    path.write_text("import os\nos._exit(2)\n")
+    report = mk.check_scorer(path, CASES)
+    assert not report.ok and report.entries == ()
+    assert "loading the file ended the process" in report.problems[0]
+    assert "exited with code 2" in report.problems[0]
+    path.write_text("def score(input):\n    return 1.0, {'feedback': ''}\n")
+    report = mk.check_scorer(path, CASES)
+    assert "takes 1 positional parameter(s)" in report.problems[0]
+    path.write_text("import missing_module_xyz\n")
+    report = mk.check_scorer(path, CASES)
+    assert "raised ModuleNotFoundError" in report.problems[0]
+
+
+# ---------------------------------------------------------------------------
+# score_cases
+# ---------------------------------------------------------------------------
+
+
+def test_score_cases_exact_match_agrees_with_the_accuracy_column(cases_dir, tickets):
+    score, _ = mk.load_scorer(cases_dir / "exact_match.py")
+    scored = mk.score_cases(score, tickets, progress=False)
+    cases = pd.read_json(tickets, lines=True)
+    assert len(scored) == 300
+    assert list(scored.columns) == ["case_id", "candidate", "latency_ms", "cost_usd", "score",
+                                    "feedback", "scorer_ms", "error"]
+    assert scored["case_id"].tolist() == cases["case_id"].tolist()
+    assert scored["score"].tolist() == cases["accuracy"].tolist()
+    assert scored["error"].isna().all()
+    assert (scored["scorer_ms"] >= 0).all()
+
+
+def test_score_cases_reward_spec_reads_measurements_and_matches_score_frame(cases_dir, tickets):
+    scored = mk.score_cases(cases_dir / "reward_spec.py", tickets, progress=False, workers=4)
+    # json.loads, as the scorer sees the values (pandas' read_json rounds floats differently).
+    rows, _ = read_cases(tickets)
+    expected = mk.RewardSpec.from_dict(SEED_SPEC).score_frame(pd.DataFrame(rows))
+    np.testing.assert_array_equal(scored["score"].to_numpy(), expected["reward"].to_numpy())
+    np.testing.assert_array_equal(scored["score_speed"].to_numpy(),
+                                  expected["speed_score"].to_numpy())
+    unmeasured = scored[scored["latency_ms"].isna()]
+    assert len(unmeasured) > 0
+    assert unmeasured["feedback"].str.contains("latency was not measured").all()
+
+
+def test_score_cases_named_scores_become_columns(cases_dir):
+    scored = mk.score_cases(cases_dir / "json_fields.py", cases_dir / "extraction.jsonl",
+                            backend="polars", progress=False)
+    assert isinstance(scored, pl.DataFrame)
+    assert scored["score_format"].to_list() == [1.0, 1.0, 0.0, 1.0]
+    assert scored["score_fields"].to_list()[:2] == [1.0, pytest.approx(2 / 3)]
+
+
+def test_failing_cases_score_zero_keep_their_error_and_none_is_lost():
+    release = threading.Event()
+
+    def score(input, output, expected=None):
+        n = input["n"]
+        if n % 5 == 1:
+            raise RuntimeError(f"judge unavailable for {n}")
+        if n % 5 == 2:
+            return 0.7  # no side information
+        if n == 3:
+            release.wait(10)
+        return 0.9, {"feedback": f"case {n}", "scores": {"a": 1.0}}
+
+    cases = pl.DataFrame({"case_id": [f"c{i}" for i in range(20)], "n": list(range(20)),
+                          "output": ["x"] * 20})
+    try:
+        scored = mk.score_cases(score, cases, timeout=0.3, progress=False)
+    finally:
+        release.set()
+    assert isinstance(scored, pl.DataFrame)
+    assert scored["case_id"].to_list() == [f"c{i}" for i in range(20)]
+    by_n = {i: row for i, row in enumerate(scored.iter_rows(named=True))}
+    assert by_n[1]["score"] == 0.0 and by_n[1]["error"].startswith(
+        "raised RuntimeError: judge unavailable for 1")
+    assert by_n[2]["score"] == 0.0 and "bare number" in by_n[2]["error"]
+    assert by_n[3]["score"] == 0.0 and by_n[3]["error"].startswith("timed out")
+    assert by_n[0] | {"scorer_ms": None} == {
+        "case_id": "c0", "score": 0.9, "feedback": "case 0", "score_a": 1.0,
+        "scorer_ms": None, "error": None}
+    assert math.isnan(by_n[1]["score_a"])
+    summary = mk.score_summary(scored)
+    assert summary == {"cases": 20, "mean_score": pytest.approx(0.9 * 11 / 20), "failed": 9,
+                       "timed_out": 1}
+
+
+class CountingExecutor(cf.Executor):
+    """Runs each call at once in the caller's thread, counting submissions."""
+
+    def __init__(self):
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted += 1
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
+def test_any_executor_is_accepted_and_executor_failures_keep_the_case(cases_dir, tickets):
+    executor = CountingExecutor()
+    scored = mk.score_cases(cases_dir / "exact_match.py", tickets, executor=executor,
+                            progress=False)
+    assert executor.submitted == 300 and len(scored) == 300
+
+    class Failing(CountingExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            future = cf.Future()
+            future.set_exception(OSError("worker lost"))
+            return future
+
+    scored = mk.score_cases(cases_dir / "exact_match.py", CASES, executor=Failing(),
+                            progress=False)
+    assert scored["error"].tolist() == ["the executor failed: OSError: worker lost"] * 3
+    assert scored["score"].tolist() == [0.0] * 3
+
+
+def test_score_cases_with_a_process_pool(cases_dir):
+    # Stand-in for a cluster executor: the scorer and the call travel by pickle.
+    import multiprocessing
+
+    with cf.ProcessPoolExecutor(max_workers=1,
+                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        scored = mk.score_cases(_picklable_scorer, CASES, executor=pool, timeout=None,
+                                progress=False)
+    assert scored["score"].tolist() == [1.0, 0.0, 1.0]
+
+
+def _picklable_scorer(input, output, expected=None):
+    return float(output == expected["label"]), {"feedback": "ok"}
+
+
+def test_score_cases_refuses_an_unusable_scorer_and_bad_tables(tmp_path):
+    with pytest.raises(mk.ScorerError, match=r"cannot score cases: .* takes 1 positional"):
+        mk.score_cases(lambda x: x, CASES, progress=False)
+    with pytest.raises(mk.ScorerError, match="case 0 has no 'output' field"):
+        mk.score_cases(_picklable_scorer, [{"q": 1}], progress=False)
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"output": 1}\n\n{"output": \n')
+    with pytest.raises(mk.ScorerError, match=r"cases.jsonl:3: not valid JSON"):
+        mk.score_cases(_picklable_scorer, path, progress=False)
+    with pytest.raises(mk.ScorerError, match="clash"):
+        mk.score_cases(_picklable_scorer, CASES, keys=["score"], progress=False)
+
+
+def test_score_cases_shows_a_progress_bar(capsys):
+    mk.score_cases(_picklable_scorer, CASES, progress=True)
+    assert "scoring cases" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# skynet, llm, DSPy
+# ---------------------------------------------------------------------------
+
+
+def test_llm_without_a_judge_says_how_to_configure_one():
+    from metrickit.skynet import llm
+
+    with pytest.raises(mk.JudgeNotConfiguredError, match=r"metrickit.set_judge\(judge\)"):
+        llm("Answer PASS or FAIL.", input="x")
+    with pytest.raises(TypeError, match="needs a callable"):
+        mk.set_judge("gpt")  # type: ignore[arg-type]
+    mk.set_judge(lambda prompt, **kw: f"{prompt}|{kw['input']}")
+    assert llm("P", input="I") == "P|I"
+
+
+def test_skynet_install_makes_the_module_importable(monkeypatch):
+    import metrickit.skynet as shim
+
+    monkeypatch.delitem(sys.modules, "skynet", raising=False)
+    assert shim.install() is shim
+    from skynet import observation, reward, service_cost  # type: ignore[import-not-found]
+
+    assert reward is mk.reward and observation is mk.observation
+    assert service_cost is mk.service_cost
+
+
+class Example:
+    def __init__(self, inputs, labels):
+        self._inputs, self._labels = inputs, labels
+
+    def inputs(self):
+        return types.SimpleNamespace(toDict=lambda: dict(self._inputs))
+
+    def labels(self):
+        return dict(self._labels)
+
+
+class Prediction(dict):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.__dict__.update(kw)
+
+
+def test_as_dspy_metric_with_stand_in_objects(monkeypatch, cases_dir):
+    score, _ = mk.load_scorer(cases_dir / "exact_match.py")
+    metric = mk.as_dspy_metric(score)  # no dspy needed yet
+    monkeypatch.setitem(sys.modules, "dspy", types.SimpleNamespace(Prediction=Prediction))
+    example = Example({"message": "charged twice"}, {"label": "billing"})
+    result = metric(example, {"label": "billing"}, None, "predict", None)
+    assert result == {"score": 1.0, "feedback": "Correct."}
+    wrong = metric(example, Prediction(label="other"))
+    assert wrong.score == 0.0 and wrong.feedback == "Expected 'billing', got 'other'."
+
+    seen = []
+
+    def two(input, output):
+        seen.append((input, output))
+        return 0.5, {"feedback": "half"}
+
+    both = mk.as_dspy_metric(two, output_field="answer")
+    assert both(example, {"answer": "A", "reasoning": "R"}).score == 0.5
+    assert seen == [({"message": "charged twice"}, "A")]
+    all_fields = mk.as_dspy_metric(two)
+    all_fields(example, {"answer": "A", "reasoning": "R"})
+    assert seen[-1][1] == {"answer": "A", "reasoning": "R"}
+
+    bad = mk.as_dspy_metric(returning(0.8))
+    with pytest.raises(mk.ScorerError, match="broke the contract: returned a bare number"):
+        bad(example, {"label": "x"})
+    with pytest.raises(mk.ScorerError, match="takes 1 positional"):
+        mk.as_dspy_metric(lambda x: x)
+
+
+def test_as_dspy_metric_without_dspy_fails_only_when_called(monkeypatch, cases_dir):
+    monkeypatch.setitem(sys.modules, "dspy", None)
+    metric = mk.as_dspy_metric(mk.load_scorer(cases_dir / "exact_match.py")[0])
+    with pytest.raises(ImportError, match="pip install dspy"):
+        metric(Example({}, {"label": "a"}), {"label": "a"})
+
+
+def test_as_dspy_metric_with_real_dspy(cases_dir):
+    dspy = pytest.importorskip("dspy")
+    metric = mk.as_dspy_metric(mk.load_scorer(cases_dir / "exact_match.py")[0])
+    example = dspy.Example(message="charged twice", label="billing").with_inputs("message")
+    result = metric(example, dspy.Prediction(label="billing"))
+    assert isinstance(result, dspy.Prediction)
+    assert result.score == 1.0 and result.feedback == "Correct."
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+def test_cli_check_scorer(cases_dir, tickets, capsys):
+    assert cli.main(["check-scorer", str(cases_dir / "exact_match.py"), "--cases",
+                     str(tickets)]) == 0
+    assert "contract OK: 3 of 3" in capsys.readouterr().out
+    assert cli.main(["check-scorer", str(cases_dir / "broken_metric.py"), "--cases",
+                     str(tickets), "--n", "1", "--timeout", "30"]) == 1
+    assert "returned a bare number 1.0" in capsys.readouterr().out
+    assert cli.main(["check-scorer", str(cases_dir / "exact_match.py"), "--cases",
+                     str(tickets), "--timeout", "601"]) == 1
+    assert "at most 600" in capsys.readouterr().err
