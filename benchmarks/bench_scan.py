@@ -77,6 +77,7 @@ def make_file(path: Path, target_bytes: int, *, seed: int = 0) -> Path:
 def _child(method: str, path: str) -> None:
     import metrickit as mk
 
+    import_mb = peak_rss_mb()
     start = time.perf_counter()
     if method == "scan":
         result = mk.aggregate(mk.scan_rewards(path))
@@ -86,7 +87,7 @@ def _child(method: str, path: str) -> None:
         result = mk.aggregate(mk.read_rewards(path, backend="polars"))
     seconds = time.perf_counter() - start
     print(json.dumps({"method": method, "seconds": seconds, "peak_mb": peak_rss_mb(),
-                      "result": result}))
+                      "import_mb": import_mb, "result": result}))
 
 
 def main() -> None:
@@ -98,14 +99,22 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print JSON rows for run.py")
     parser.add_argument("--methods", nargs="*", default=METHODS)
     parser.add_argument("--child", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--make", nargs=2, metavar=("PATH", "BYTES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
         return
+    if args.make:
+        make_file(Path(args.make[0]), int(args.make[1]))
+        print(json.dumps({"made": args.make[0]}))
+        return
     gb = 0.2 if args.quick else args.gb
     data_dir = HERE / "_data"
     data_dir.mkdir(exist_ok=True)
-    path = make_file(data_dir / f"rewards_scan_{gb:g}gb.jsonl", int(gb * 1e9))
+    path = data_dir / f"rewards_scan_{gb:g}gb.jsonl"
+    # Generated in a child process: Linux carries a parent's peak RSS (ru_maxrss) over
+    # into the children it forks, which would inflate every measurement below.
+    run_child([__file__, "--make", str(path), str(int(gb * 1e9))])
     size_mb = path.stat().st_size / 1e6
     results = {m: run_child([__file__, "--child", m, str(path)]) for m in args.methods}
     answers = {json.dumps(r["result"], sort_keys=True) for r in results.values()}

@@ -19,8 +19,8 @@ import time
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 
 def make_cases(n: int, candidates: int, seed: int = 0) -> pd.DataFrame:
@@ -29,12 +29,14 @@ def make_cases(n: int, candidates: int, seed: int = 0) -> pd.DataFrame:
     skill = rng.uniform(0.5, 0.95, candidates)
     speed = rng.lognormal(7, 0.8, candidates)
     price = rng.lognormal(-6, 1.0, candidates)
-    return pd.DataFrame({
-        "candidate": np.array([f"c{i:02d}" for i in range(candidates)])[cand],
-        "accuracy": (rng.random(n) < skill[cand]).astype(float),
-        "latency_ms": rng.lognormal(np.log(speed[cand]), 0.3),
-        "cost_usd": rng.lognormal(np.log(price[cand]), 0.2),
-    })
+    return pd.DataFrame(
+        {
+            "candidate": np.array([f"c{i:02d}" for i in range(candidates)])[cand],
+            "accuracy": (rng.random(n) < skill[cand]).astype(float),
+            "latency_ms": rng.lognormal(np.log(speed[cand]), 0.3),
+            "cost_usd": rng.lognormal(np.log(price[cand]), 0.2),
+        }
+    )
 
 
 def main() -> None:
@@ -65,8 +67,13 @@ def main() -> None:
     naive = []
     for v in values[:10]:
         start = time.perf_counter()
-        spec = mk.RewardSpec.from_dict({"weights": {"accuracy": 0.7, "speed": float(v), "cost": 0.1},
-                                        "speed": {"reference": 2000}, "cost": {"reference": 0.01}})
+        spec = mk.RewardSpec.from_dict(
+            {
+                "weights": {"accuracy": 0.7, "speed": float(v), "cost": 0.1},
+                "speed": {"reference": 2000},
+                "cost": {"reference": 0.01},
+            }
+        )
         scored = spec.score_frame(frame)
         scored.groupby("candidate")["reward"].mean().sort_values()
         fig, ax = plt.subplots(figsize=(12, 5))
@@ -78,8 +85,11 @@ def main() -> None:
     med = statistics.median
     row = {
         "operation": f"tuner update ({args.cases:,} cases, {args.candidates} candidates)",
-        "metrickit_ms": med(total), "recompute_ms": med(recompute), "draw_ms": med(draw),
-        "baseline_ms": med(naive), "baseline": "score_frame + groupby + fresh tradeoff figure",
+        "metrickit_ms": med(total),
+        "recompute_ms": med(recompute),
+        "draw_ms": med(draw),
+        "baseline_ms": med(naive),
+        "baseline": "score_frame + groupby + fresh tradeoff figure",
     }
     if args.json:
         print(json.dumps(row))
@@ -88,8 +98,10 @@ def main() -> None:
     print(f"  total      {med(total):8.1f} ms   (target <= 100 ms)")
     print(f"  recompute  {med(recompute):8.1f} ms   (score all cases, group means, rank)")
     print(f"  draw       {med(draw):8.1f} ms   (update artists, render PNG)")
-    print(f"  baseline   {med(naive):8.1f} ms   (score_frame + groupby + new tradeoff figure, "
-          f"median of 10)  ratio {med(naive) / med(total):.1f}x")
+    print(
+        f"  baseline   {med(naive):8.1f} ms   (score_frame + groupby + new tradeoff figure, "
+        f"median of 10)  ratio {med(naive) / med(total):.1f}x"
+    )
 
 
 if __name__ == "__main__":

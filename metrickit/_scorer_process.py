@@ -36,6 +36,8 @@ _EOF = object()
 # faulthandler's thread and module listings: long, and the scorer's line is reported apart.
 _CRASH_NOISE = ("File ", "Current thread", "Thread 0x", "Extension modules", "<no Python frame>",
                 "Stack (most recent call first)")
+# A scorer that prints megabytes on one line must not put megabytes into the report.
+_STDERR_LINE_LIMIT = 500
 # Starting Python and importing metrickit is not the scorer's time.
 _STARTUP_TIMEOUT = 120.0
 
@@ -84,12 +86,12 @@ class _Child:
             try:
                 self.messages.put(json.loads(line))
             except json.JSONDecodeError:
-                self.stderr.append(line.rstrip("\n"))
+                self.stderr.append(_clip(line.rstrip("\n")))
         self.messages.put(_EOF)
 
     def _read_stderr(self, stream: IO[str]) -> None:
         for line in stream:
-            self.stderr.append(line.rstrip("\n"))
+            self.stderr.append(_clip(line.rstrip("\n")))
 
     def send(self, obj: Any) -> bool:
         assert self.proc.stdin is not None
@@ -168,6 +170,12 @@ class _Child:
                 stream.close()
 
 
+def _clip(line: str) -> str:
+    if len(line) <= _STDERR_LINE_LIMIT:
+        return line
+    return f"{line[:_STDERR_LINE_LIMIT]}... ({len(line) - _STDERR_LINE_LIMIT} more characters)"
+
+
 def _answer_judge(request: dict[str, Any]) -> dict[str, Any]:
     from metrickit._judge import get_judge, llm
 
@@ -228,6 +236,8 @@ def check_path(
                 if child is None:
                     results.append(_failure(f"could not restart the scorer: {problems[0]}", None))
                     continue
+            # A crash report quotes stderr: only what this case wrote, not earlier cases.
+            child.stderr.clear()
             start = time.perf_counter()
             message = child.receive(timeout) if child.send(payload) else _EOF
             ms = (time.perf_counter() - start) * 1000

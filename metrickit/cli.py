@@ -101,7 +101,7 @@ def _load_function(spec: str) -> Callable[..., object]:
     fn = getattr(module, name, None)
     if not callable(fn):
         raise SystemExit(f"metrickit new-metric: error: {file} has no function {name!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 @_command("check-scorer")

@@ -142,7 +142,7 @@ def eval_key(agent: str, model: str | None, source: str | None) -> str:
 def _load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
 
 
@@ -283,6 +283,13 @@ def _tokens(contexts: list[tuple[str, dict[str, Any]]]) -> tuple[Any, Any, Any, 
             else:
                 value = _field(ctx, name, (int, float), "a number or null", where)
             if value is not None:
+                # The token columns are Int64 and cost is float64: a value that does not
+                # fit would crash the frame constructor instead of naming the file.
+                if i < 3 and abs(value) >= 2**63:
+                    raise _Bad(f"field {where + name!r} is {value}; expected an integer < 2**63")
+                if i == 3 and isinstance(value, int) and abs(value) > 2**1023:
+                    raise _Bad(f"field {where + name!r} is an integer too large for a float; "
+                               "expected a number or null")
                 totals[i] = (totals[i] or (0.0 if i == 3 else 0)) + value
     return totals[0], totals[1], totals[2], totals[3]
 
@@ -314,7 +321,9 @@ def _step_mean(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     for rewards in valid:
         bad = [
             (k, v) for k, v in rewards.items()
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+            if isinstance(v, bool) or not isinstance(v, int | float)
+            # the int test first: math.isfinite(10**400) raises OverflowError
+            or (isinstance(v, int) and abs(v) > 2**53) or not math.isfinite(v)
         ] if isinstance(rewards, dict) else [("", rewards)]
         if bad:
             raise _Bad(
@@ -525,6 +534,15 @@ def _read_trial(folder: Path) -> _Trial:
             "may be truncated. Expected a Harbor TrialResult",
             exc.lineno,
         )
+    except RecursionError:
+        return _bad_trial(folder, path, "is nested too deeply to read; expected a TrialResult")
+    except ValueError as exc:  # an integer literal past sys.get_int_max_str_digits()
+        return _bad_trial(folder, path, f"cannot be read ({exc}); expected a TrialResult")
+    if b"\\u" in raw and not _is_utf8(obj):
+        return _bad_trial(
+            folder, path, "holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its "
+            "pair), which is not valid Unicode; expected UTF-8 text"
+        )
     try:
         row, rewards = _parse_trial(obj, folder)
     except _Bad as exc:
@@ -533,6 +551,15 @@ def _read_trial(folder: Path) -> _Trial:
     return _Trial(
         folder, row, rewards, NULL, config_agent=(row["agent"], agent_cfg.get("model_name"))
     )
+
+
+def _is_utf8(obj: Any) -> bool:
+    """Whether every string in a parsed JSON value can be written as UTF-8."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _bad_trial(folder: Path, path: Path, message: str, line: int = 0) -> _Trial:

@@ -566,8 +566,8 @@ def compare_metrics(
         records, columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n"]
     )
     table["rank"] = 0
-    for metric_label, part in table.groupby("metric", sort=False):
-        ranks = part["value"].rank(ascending=not higher[metric_label], method="min")
+    for label_key, part in table.groupby("metric", sort=False):
+        ranks = part["value"].rank(ascending=not higher[str(label_key)], method="min")
         table.loc[part.index, "rank"] = ranks.astype(int)
     labels = list(dict.fromkeys(table["metric"]))
     pairs = []

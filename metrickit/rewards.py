@@ -29,6 +29,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,10 @@ MAX_EXACT_INT = 2**53
 _BOM = b"\xef\xbb\xbf"
 _JSON_WS = b" \t\r\n"
 _SAMPLE_LINES = 200
+# A \uD800-\uDFFF escape: half of a UTF-16 surrogate pair. Python's json decodes a lone one
+# into a str that cannot be encoded as UTF-8 (so it cannot name a polars column), and
+# polars' reader renames such keys; lines with one always take the exact path.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 Backend = Literal["pandas", "polars", "dask"]
 Errors = Literal["raise", "report"]
@@ -329,7 +334,10 @@ def _loads(text: str) -> Any:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits() cannot be repr'd
+        text = f"<{type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -346,10 +354,8 @@ def _check_value(key: str, value: Any) -> tuple[float, int] | str:
         return float(value), INT
     if isinstance(value, float):
         if not math.isfinite(value):
-            return (
-                f"value of {key!r} is {value!r} (the number overflows a float); "
-                "expected a finite number"
-            )
+            why = "not a number" if math.isnan(value) else "the number overflows a float"
+            return f"value of {key!r} is {value!r} ({why}); expected a finite number"
         return value, FLOAT
     if isinstance(value, _NonFinite):
         return f"value of {key!r} is {value.token}; expected a finite number"
@@ -364,6 +370,14 @@ def _check_value(key: str, value: Any) -> tuple[float, int] | str:
         f"value of {key!r} is {_short(value)} ({type_name}); "
         "expected a finite number (JSON int, float, true or false)"
     )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass
@@ -407,6 +421,15 @@ class _RowBuilder:
         for key, value in obj.items():
             if not isinstance(key, str):
                 self.bad(line, f"key {key!r} is not a string; expected string keys")
+                return
+            if not key.isascii() and not _is_utf8(key):
+                self.bad(
+                    line,
+                    f"key {key!r} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape "
+                    "without its pair), which is not valid Unicode and cannot name a column; "
+                    "expected a key of UTF-8 text",
+                    key=key,
+                )
                 return
             result = _check_value(key, value)
             if isinstance(result, str):
@@ -466,6 +489,15 @@ def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
             continue
         except RecursionError:
             builder.bad(number, "JSON nested too deeply; expected a flat object of numbers")
+            continue
+        except ValueError as exc:
+            # Not a JSONDecodeError: Python refuses to convert an integer literal of more
+            # than sys.get_int_max_str_digits() digits (4300 by default).
+            builder.bad(
+                number,
+                f"a number on the line cannot be read ({exc}); expected a JSON object of "
+                "named numbers with |x| <= 2**53",
+            )
             continue
         builder.add(number, obj)
     return builder.build(), builder.problems
@@ -538,12 +570,14 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
     if np.any(lengths == 0) or np.any((first == 32) | (first == 9) | (first == 13)):
         return None  # blank or indented lines: the exact path numbers them
     line_numbers = np.arange(1, len(starts) + 1, dtype=np.int64)
+    if data.find(b"\\u", 0, end) >= 0 and _SURROGATE_ESCAPE.search(body) is not None:
+        return None
     keys = _sample_keys(bytes(body[: 1 << 16]))
     if keys is None:
         return None
-    work = buf.copy()
     candidates = np.flatnonzero(lengths == 4)
     null_rows = np.zeros(len(starts), dtype=np.bool_)
+    null_starts = np.zeros(0, dtype=np.int64)
     if len(candidates):
         at = starts[candidates]
         is_null = (
@@ -553,10 +587,22 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
             & (buf[at + 3] == ord("l"))
         )
         null_rows[candidates[is_null]] = True
-        at = at[is_null]
-        for offset, byte in enumerate(b"{}  "):
-            work[at + offset] = byte
-    payload = work.tobytes()
+        null_starts = at[is_null]
+    if len(null_starts):
+        # One copy of the file with each null line replaced by "{}  " (same length),
+        # assembled from slices of the original: no second full-size buffer.
+        view = memoryview(data)
+        pieces: list[Any] = []
+        previous = 0
+        for at in null_starts.tolist():
+            pieces.append(view[previous:at])
+            pieces.append(b"{}  ")
+            previous = at + 4
+        pieces.append(view[previous:])
+        payload = b"".join(pieces)
+        del pieces, view
+    else:
+        payload = data  # polars reads it as is; nothing to copy
     colons = data.count(b":", 0, end)
 
     def read(columns: list[str], dtype: Any, ignore_errors: bool = False) -> pl.DataFrame:
@@ -587,7 +633,9 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
         column = frame.get_column(key)
         present = column.is_not_null().to_numpy()
         values = np.array(column.fill_null(0.0).to_numpy(), dtype=np.float64)
-        if not np.all(np.isfinite(values)) or np.any(np.abs(values) > MAX_EXACT_INT):
+        # >=, not >: the integers 2**53 + 1 (which the exact path rejects) and 2**53 both
+        # parse to the float 2**53 here, so only the exact path can tell them apart.
+        if not np.all(np.isfinite(values)) or np.any(np.abs(values) >= MAX_EXACT_INT):
             return None
         kinds = present.astype(np.uint8) * np.uint8(FLOAT)
         if np.any(present & (values == np.trunc(values))):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures as cf
+import copy
 import html
 import importlib.util
 import inspect
@@ -83,6 +84,15 @@ def _is_number(value: Any) -> bool:
     )
 
 
+def _fits_float(value: Any) -> bool:
+    """False for an int too large for a float (10**400): math.isfinite and float() raise."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
 def _short(value: Any, limit: int = 200) -> str:
     try:
         text = repr(value)
@@ -125,8 +135,8 @@ def validate_result(value: Any) -> list[str]:
                         "return 1.0 or 0.0")
     elif not _is_number(score):
         problems.append(f"the score is {_describe(score)}; expected a number")
-    elif not math.isfinite(score):
-        problems.append(f"the score is {score!r}; expected a finite number")
+    elif not _fits_float(score) or not math.isfinite(score):
+        problems.append(f"the score is {_short(score, 80)}; expected a finite number")
     if not isinstance(side, dict):
         problems.append(f"the side information is {_describe(side)}, not a dict; "
                         'expected {"feedback": "..."}')
@@ -149,8 +159,8 @@ def validate_result(value: Any) -> list[str]:
                 elif not _is_number(number):
                     problems.append(f"named score {name!r} is {_describe(number)}; "
                                     "expected a number")
-                elif not math.isfinite(number):
-                    problems.append(f"named score {name!r} is {number!r}; "
+                elif not _fits_float(number) or not math.isfinite(number):
+                    problems.append(f"named score {name!r} is {_short(number, 80)}; "
                                     "expected a finite number")
     return problems
 
@@ -407,15 +417,25 @@ def _outcome(value: Any, ms: float) -> dict[str, Any]:
                            "score": None, "feedback": None, "scores": {}, "timed_out": False}
     if isinstance(value, tuple | list) and len(value) == 2:
         score, side = value
-        if _is_number(score):
+        if _is_number(score) and _fits_float(score):
             out["score"] = float(score)
         if isinstance(side, dict):
             if isinstance(side.get("feedback"), str):
                 out["feedback"] = side["feedback"]
             named = side.get("scores")
             if isinstance(named, dict):
-                out["scores"] = {str(k): float(v) for k, v in named.items() if _is_number(v)}
+                out["scores"] = {str(k): float(v) for k, v in named.items()
+                                 if _is_number(v) and _fits_float(v)}
     return out
+
+
+def _private_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    # A scorer that mutates its input (or an expected value several cases share) must not
+    # change the other cases or the caller's table: each call gets its own copy.
+    try:
+        return copy.deepcopy(args)
+    except Exception:  # an uncopyable value (a lock, a file): pass it as it is
+        return args
 
 
 def call_scorer(
@@ -429,6 +449,7 @@ def call_scorer(
     args: tuple[Any, ...] = (payload["input"], payload["output"])
     if arity == 3:
         args += (payload.get("expected"),)
+    args = _private_copy(args)
     box: dict[str, Any] = {}
 
     def target() -> None:

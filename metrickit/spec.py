@@ -57,8 +57,23 @@ def _is_number(value: Any) -> bool:
     )
 
 
+def _is_finite(value: Any) -> bool:
+    """A finite number; an int too large for a float is not one (``math.isfinite`` raises)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    # Capped: a value from a file can be huge (an int of 5000 digits cannot even be repr'd).
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<{type(value).__name__} too large to show>"
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{text} ({type(value).__name__})"
 
 
 def _plain(value: Any) -> Any:
@@ -67,7 +82,7 @@ def _plain(value: Any) -> Any:
 
 
 def _check_reference(where: str, value: Any, problems: list[str]) -> float | None:
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+    if not _is_number(value) or not _is_finite(value) or value <= 0:
         problems.append(f"{where} is {_describe(value)}; expected a positive finite number")
         return None
     return float(value)
@@ -127,7 +142,7 @@ def _check_weights(spec: Mapping[str, Any], problems: list[str]) -> dict[str, An
         if part not in weights:
             continue
         value = weights[part]
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
+        if not _is_number(value) or not _is_finite(value) or value < 0:
             problems.append(f"weights.{part} is {_describe(value)}; expected a finite number ≥ 0")
             ok = False
     if ok and not missing and all(weights[p] == 0 for p in PARTS):
@@ -222,8 +237,14 @@ class RewardSpec:
             raise SpecError(
                 f"invalid REWARD_SPEC ({len(problems)} problem(s)):\n{lines}", tuple(problems)
             )
-        total = math.fsum(float(raw[p]) for p in PARTS)
-        weights = {p: float(raw[p]) / total for p in PARTS}
+        values = [float(raw[p]) for p in PARTS]
+        try:
+            total = math.fsum(values)
+        except OverflowError:  # weights near the float maximum: their ratios still fit
+            top = max(values)
+            values = [v / top for v in values]
+            total = math.fsum(values)
+        weights = {p: v / total for p, v in zip(PARTS, values, strict=True)}
         return _Checked(weights, raw, accuracy_ref, speed_ref, cost_ref, str(shape))
 
     @classmethod

@@ -81,6 +81,7 @@ class _Debouncer:
                 return
         if self._handle is not None:
             self._handle.cancel()
+        assert loop is not None
         self._handle = loop.call_later(self.wait, self._fire)
 
     def _fire(self) -> None:
@@ -307,13 +308,10 @@ class SpecTuner:
 
     def _changed(self, change: Mapping[str, Any]) -> None:
         owner = change.get("owner")
-        for part, slider in (
-            ("speed", self.speed_ref),
-            ("cost", self.cost_ref),
-            ("accuracy", self.acc_ref),
-        ):
+        sliders = {"speed": self.speed_ref, "cost": self.cost_ref, "accuracy": self.acc_ref}
+        for part, slider in sliders.items():
             if owner is slider:
-                self._refs[part] = float(f"{slider.value:.2g}")
+                self._refs[part] = float(f"{change['new']:.2g}")
         self.acc_ref.disabled = not self.acc_is_error.value
         self._schedule()
 
@@ -436,7 +434,7 @@ class SpecTuner:
         if self._ipympl:
             with plt.ioff():
                 fig = plt.figure(figsize=(12, height), layout="constrained")
-            fig.canvas.header_visible = False
+            fig.canvas.header_visible = False  # type: ignore[attr-defined]
             self.plot.children = (fig.canvas,)
         else:
             fig = Figure(figsize=(12, height), dpi=80, layout="constrained")
@@ -476,7 +474,7 @@ class SpecTuner:
                 artist.set_animated(True)
             fig.canvas.draw()  # full render, layout included, without the moving artists
             fig.set_layout_engine("none")  # freeze the layout: later frames only blit
-            self._background = fig.canvas.copy_from_bbox(fig.bbox)
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)  # type: ignore[attr-defined]
         self._figure = fig
         self._artists = art
 

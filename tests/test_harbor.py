@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -319,8 +318,9 @@ def test_older_layouts_load(tmp_path):
     assert pd.isna(t.iloc[0]["n_input_tokens"]) and pd.isna(t.iloc[0]["environment_setup_ms"])
 
 
-def test_progress_bar_and_load_speed(tmp_path, capsys):
-    # 3,000 trials (Harbor-written result.json, ~4 KB each) must load in seconds.
+def test_many_trials_with_progress_bar(tmp_path, capsys):
+    # 3,000 trials (Harbor-written result.json, ~4 KB each); speed is measured in
+    # benchmarks/bench_jobs.py, not asserted here.
     job = tmp_path / "job"
     text = (FIXTURES / "trial_0.25.json").read_text()
     job.mkdir()
@@ -330,10 +330,8 @@ def test_progress_bar_and_load_speed(tmp_path, capsys):
         (folder / "result.json").write_text(
             text.replace("hello-world", f"task-{i % 300}").replace('"reward": 1.0',
                                                                    f'"reward": {i % 2}.0'))
-    start = time.perf_counter()
     trials = mk.read_harbor_job(job)
-    elapsed = time.perf_counter() - start
-    assert len(trials) == 3000 and elapsed < 10, elapsed
+    assert len(trials) == 3000
     assert mk.aggregate(trials) == {"mean": 0.5}
     assert list(trials["attempt"].value_counts()) == [300] * 10
     assert "reading trials" in capsys.readouterr().err  # tqdm writes to stderr

@@ -77,8 +77,12 @@ def test_bad_metric_results_are_named():
 def test_compare_metrics_table_ranks_and_agreement(runs):
     cmp = mk.compare_metrics(
         runs,
-        {"mean": "mean", "strict": mk.pass_rate(1.0, key="correctness"),
-         "lenient": nw.col("correctness") >= 0.5, "filled": mk.filled_count()},
+        {
+            "mean": "mean",
+            "strict": mk.pass_rate(1.0, key="correctness"),
+            "lenient": nw.col("correctness") >= 0.5,
+            "filled": mk.filled_count(),
+        },
         by="agent",
     )
     table = cmp.table
@@ -96,7 +100,9 @@ def test_compare_metrics_table_ranks_and_agreement(runs):
         assert part.set_index("group").loc[order[0], "rank"] == 1
     # Kendall's tau equals scipy's on the pivoted values
     wide = cmp.pivot()
-    row = cmp.agreement[(cmp.agreement.metric_a == "lenient") & (cmp.agreement.metric_b == "filled")]
+    row = cmp.agreement[
+        (cmp.agreement.metric_a == "lenient") & (cmp.agreement.metric_b == "filled")
+    ]
     expected = sps.kendalltau(wide["lenient"], -wide["filled"]).statistic
     assert row["kendall_tau"].iloc[0] == pytest.approx(expected)
 

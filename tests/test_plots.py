@@ -6,11 +6,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-import metrickit as mk  # noqa: E402
-from metrickit import plots  # noqa: E402
+import metrickit as mk
+from metrickit import plots
 
 
 def _comparison():
@@ -21,7 +21,7 @@ def _comparison():
 
 def test_metric_intervals_uses_given_axes():
     cmp = _comparison()
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     assert plots.metric_intervals(cmp, ax=ax) is ax
     lines = [c for c in ax.containers]
     assert len(lines) == 2  # one errorbar container per metric

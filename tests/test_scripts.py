@@ -74,13 +74,13 @@ def test_failures_each_have_their_own_error(tmp_path):
     with pytest.raises(MetricScriptExit, match=r"exited with status 3(.|\n)*boom here"):
         mk.run_metric_script(crash, rows)
     silent = script(tmp_path, HEADER + "pass\n", "s.py")
-    with pytest.raises(MetricScriptOutputError, match="wrote no output file.*ignore -o"):
+    with pytest.raises(MetricScriptOutputError, match=r"wrote no output file.*ignore -o"):
         mk.run_metric_script(silent, rows)
     notjson = script(tmp_path, HEADER + "a.output_path.write_text('mean: 1')\n", "n.py")
     with pytest.raises(MetricScriptOutputError, match="not JSON"):
         mk.run_metric_script(notjson, rows)
     notobj = script(tmp_path, HEADER + "a.output_path.write_text('[1, 2]')\n", "l.py")
-    with pytest.raises(MetricScriptOutputError, match="wrote list.*expected a JSON object"):
+    with pytest.raises(MetricScriptOutputError, match=r"wrote list.*expected a JSON object"):
         mk.run_metric_script(notobj, rows)
     notnum = script(tmp_path, HEADER + "a.output_path.write_text('{\"mean\": \"high\"}')\n", "v.py")
     with pytest.raises(MetricScriptOutputError, match=r"'mean': 'high' \(str\)"):

@@ -6,13 +6,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pandas as pd
+import pytest
 
-import metrickit as mk  # noqa: E402
-from metrickit import plots  # noqa: E402
-from metrickit.widgets import tune_spec  # noqa: E402
+import metrickit as mk
+from metrickit import plots
+from metrickit.widgets import tune_spec
 
 
 @pytest.fixture
