@@ -83,11 +83,15 @@ def harbor_sum(values: FloatArray, is_int: BoolArray) -> int | float:
         np.cumsum(running, out=running)
         prev = running[:-1]
         total = running[1:]
-        # TwoSum: exact error of prev + rest (equals Neumaier's branchy form).
-        z = total - prev
-        err = (prev - (total - z)) + (rest - z)
+        # TwoSum: exact error of prev + rest (equals Neumaier's branchy form), computed
+        # in place: err = (prev - (total - z)) + (rest - z) with z = total - prev.
+        z = np.subtract(total, prev)
+        err = np.subtract(total, z)
+        np.subtract(prev, err, out=err)
+        np.subtract(rest, z, out=z)
+        np.add(err, z, out=err)
         err[is_int[k + 1 :]] = 0.0
-        comp = float(np.cumsum(err)[-1]) if err.size else 0.0
+        comp = float(np.cumsum(err, out=err)[-1]) if err.size else 0.0
     result = float(running[-1])
     if comp != 0.0 and math.isfinite(comp):
         result += comp

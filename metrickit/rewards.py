@@ -644,6 +644,17 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
         parsed.kinds[key] = kinds
         any_present |= present
     if integral_keys:
+        by_value, max_fraction = _integral_means_int(buf)
+        largest = max(float(np.abs(parsed.values[k]).max()) for k in integral_keys)
+        if by_value and largest < 10.0 ** (15 - max_fraction):
+            # No float token here can hold an integral value, so integral cells are ints.
+            for key in integral_keys:
+                values = parsed.values[key]
+                is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
+                parsed.kinds[key][is_int] = INT
+                values[is_int] += 0.0  # JSON -0 is the int 0
+            integral_keys = []
+    if integral_keys:
         try:
             ints = read(integral_keys, pl.Int64, ignore_errors=True)
         except pl.exceptions.PolarsError:
@@ -657,6 +668,46 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
     parsed.status[any_present] = OK
     parsed.status[null_rows] = NULL
     return parsed
+
+
+def _integral_means_int(buf: npt.NDArray[np.uint8]) -> tuple[bool, int]:
+    """Whether every number token with an integral value must be a JSON integer.
+
+    Returns ``(ok, max_fraction_digits)``. ``ok`` holds when the bytes contain no exponent
+    (a digit followed by ``e``/``E``), no fraction of only zeros (``1.0``), and no fraction
+    of 18 or more digits. Then a float token has a non-zero fraction of at most
+    ``max_fraction_digits`` digits, and if every value is below ``10**(15 - that)`` the
+    token has at most 15 significant digits, so its float64 keeps a non-zero fraction
+    (15 digits survive the round trip): integral cells can only come from int tokens.
+    A ``.`` or ``e`` inside a key only makes this answer no (a second read), never wrong.
+    """
+    n = len(buf)
+    e = np.flatnonzero((buf == ord("e")) | (buf == ord("E")))
+    if e.size:
+        before = buf[np.maximum(e - 1, 0)]
+        if np.any((before >= ord("0")) & (before <= ord("9"))):
+            return False, 0
+    dots = np.flatnonzero(buf == ord("."))
+    if dots.size == 0:
+        return True, 0
+    digits = np.zeros(dots.size, dtype=np.int64)
+    zeros_only = np.ones(dots.size, dtype=np.bool_)
+    alive = np.ones(dots.size, dtype=np.bool_)
+    for k in range(1, 19):
+        at = dots + k
+        c = buf[np.minimum(at, n - 1)]
+        digit = alive & (at < n) & (c >= ord("0")) & (c <= ord("9"))
+        digits += digit
+        zeros_only &= ~digit | (c == ord("0"))
+        alive = digit
+        if not alive.any():
+            break
+    else:
+        return False, 0
+    numeric = digits > 0  # a dot not followed by a digit is not inside a number
+    if np.any(numeric & zeros_only):
+        return False, 0
+    return True, int(digits.max())
 
 
 def _raise_message(problems: list[Problem]) -> str:
@@ -710,12 +761,18 @@ def _merge(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
     }
 
 
-def _check_names(keys: list[str]) -> None:
+def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
     reserved = set(META_COLUMNS) | {KIND_PREFIX + k for k in keys}
     clash = [k for k in keys if k in reserved]
     if clash:
+        where = ""  # the first line with the key, when the parts are at hand
+        for part in parts:
+            kinds = part.kinds.get(clash[0])
+            if kinds is not None and kinds.any():
+                where = f"{part.source}:{int(part.lines[np.flatnonzero(kinds)[0]])}: "
+                break
         raise RewardFileError(
-            f"reward key {clash[0]!r} clashes with a metadata column metrickit adds "
+            f"{where}reward key {clash[0]!r} clashes with a metadata column metrickit adds "
             f"({', '.join(META_COLUMNS)}, {KIND_PREFIX}<key>); rename the key"
         )
 
@@ -723,7 +780,7 @@ def _check_names(keys: list[str]) -> None:
 def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
     """Turn parsed sources into one DataFrame of the chosen backend."""
     keys, cols = _merge(parts)
-    _check_names(keys)
+    _check_names(keys, parts)
     if backend == "polars":
         return _to_polars(keys, cols)
     return _to_pandas(keys, cols)

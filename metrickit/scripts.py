@@ -109,8 +109,17 @@ def _check_timeout(timeout: float) -> float:
     return float(timeout)
 
 
+def find_uv() -> str | None:
+    """``uv`` on PATH, or installed beside this Python (a venv's bin/ need not be on PATH)."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    beside = Path(sys.executable).with_name("uv")
+    return str(beside) if beside.exists() else None
+
+
 def _command(script: Path, in_path: Path, out_path: Path, python: str | None) -> list[str]:
-    uv = shutil.which("uv")
+    uv = find_uv()
     head = script.read_text(encoding="utf-8", errors="replace")
     if python is None and uv and _PEP723.search(head):
         return [uv, "run", "--quiet", str(script), "-i", str(in_path), "-o", str(out_path)]

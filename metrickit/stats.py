@@ -24,9 +24,21 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _sps
 
 from metrickit.errors import MetrickitError
+
+
+class _LazyScipyStats:
+    """``scipy.stats`` imported on first use: it costs ~1.5 s, and ``import metrickit``
+    should not pay that for users who never ask for an interval."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import stats
+
+        return getattr(stats, name)
+
+
+_sps = _LazyScipyStats()
 
 __all__ = [
     "Interval",

@@ -250,3 +250,24 @@ def test_properties_rows_lines_backends_and_paths_agree(rows, style):
     for key in mk.reward_keys(pdf):
         missing = pdf[mk.kind_column(key)] == "missing"
         assert (pdf.loc[missing, key] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "b": 0.5}\n{"a": 0.25, "b": 2}\n',  # short fractions: ints found by value
+        '{"a": 1, "b": 0.5}\n{"a": 1.0, "b": 2}\n',  # "1.0" is a float token
+        '{"a": 1e2}\n{"a": 100}\n',  # exponent: a float with an integral value
+        '{"a": 1.00000000000000001}\n{"a": 1}\n',  # long fraction rounds to 1.0
+        '{"a": 0.30000000000000004}\n{"a": 3}\n',
+        '{"v1.0": 2, "a": 0.5}\n',  # a dot in a key
+        '{"a": -0}\n{"a": -0.0}\n',
+    ],
+)
+def test_int_float_kinds_fast_path_equals_exact_path(text):
+    fast = _parse_fast("t", text.encode())
+    slow, problems = _parse_slow("t", text.encode())
+    assert not problems and fast is not None
+    for key in slow.values:
+        assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
+        assert [repr(v) for v in fast.values[key]] == [repr(v) for v in slow.values[key]]

@@ -145,3 +145,20 @@ def test_script_metric_beside_builtins(data_dir):
     values = cmp.table.set_index("metric")["value"]
     assert values["harbor"] == values["script"] == 0.25
     assert cmp.table.set_index("metric").loc["script", "ci_method"] == "none"
+
+
+def test_pep723_script_runs_with_uv_like_harbor(tmp_path):
+    from metrickit.scripts import find_uv
+
+    assert find_uv() is not None, "uv is a dev dependency; pip install -e '.[dev]'"
+    pep723 = script(tmp_path, """# /// script
+# dependencies = []
+# ///
+import json, os, sys
+from pathlib import Path
+out = Path(sys.argv[sys.argv.index("-o") + 1])
+out.write_text(json.dumps({"under_uv": int("UV" in os.environ)}))
+""", "uv_metric.py")
+    assert mk.run_metric_script(pep723, [{"r": 1}]) == {"under_uv": 1}
+    # without a PEP 723 block (or with python= given) it runs on this interpreter
+    assert mk.run_metric_script(pep723, [{"r": 1}], python=sys.executable) == {"under_uv": 0}
