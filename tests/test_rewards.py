@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 
 import metrickit as mk
 from metrickit.rewards import _parse_fast, _parse_slow
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 SINGLE = '{"reward": 1}\n{"reward": 0}\nnull\n{"reward": 0}\n'
 
@@ -271,3 +274,13 @@ def test_int_float_kinds_fast_path_equals_exact_path(text):
     for key in slow.values:
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
         assert [repr(v) for v in fast.values[key]] == [repr(v) for v in slow.values[key]]
+
+
+@pytest.mark.parametrize(
+    "name", [*sorted(p.name for p in (DATA_DIR / "rewards").glob("*.jsonl")), "runs/*.jsonl"]
+)
+def test_backends_agree_on_every_sample(data_dir, name):
+    path = str(data_dir / "rewards" / name)
+    pdf, pldf = mk.read_rewards(path), mk.read_rewards(path, backend="polars")
+    _frames_equal(pdf, pldf)
+    assert mk.aggregate(pdf) == mk.aggregate(pldf)
