@@ -140,6 +140,9 @@ def _is_source(by: str | Sequence[str] | None) -> bool:
 
 
 def _polars_batches(frame: Any) -> Iterator[Any]:
+    if not hasattr(frame, "collect_batches"):  # polars < 1.32: one streaming collect
+        yield frame.collect(engine="streaming")
+        return
     yield from frame.collect_batches(maintain_order=True)
 
 

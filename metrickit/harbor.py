@@ -56,7 +56,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from metrickit.errors import HarborJobError, Problem
-from metrickit.rewards import INVALID, KIND_PREFIX, KINDS, NULL, parse_rows
+from metrickit.rewards import INVALID, KIND_PREFIX, KINDS, NULL, _check_value, parse_rows
 
 __all__ = [
     "Policy",
@@ -547,9 +547,16 @@ def _read_trial(folder: Path) -> _Trial:
         row, rewards = _parse_trial(obj, folder)
     except _Bad as exc:
         return _bad_trial(folder, path, str(exc), exc.line)
+    # A bad reward value is a bad trial file too, so errors="report" keeps the other trials.
+    for key, value in (rewards or {}).items():
+        reason = _check_value(key, value)
+        if isinstance(reason, str):
+            return _bad_trial(folder, path, f"verifier_result.rewards: {reason}")
     agent_cfg = _dict(_dict(obj.get("config")).get("agent"))
+    model_name = agent_cfg.get("model_name")  # a dict key later: a list here must not crash
     return _Trial(
-        folder, row, rewards, NULL, config_agent=(row["agent"], agent_cfg.get("model_name"))
+        folder, row, rewards, NULL,
+        config_agent=(row["agent"], model_name if isinstance(model_name, str) else None),
     )
 
 

@@ -525,7 +525,9 @@ def _sample_keys(body: bytes) -> list[str] | None:
         if not stripped:
             continue
         try:
-            obj = json.loads(stripped)
+            # Decode strictly first: json.loads(bytes) lets UTF-8-encoded surrogates
+            # through ('surrogatepass'), and such a key crashes polars' schema.
+            obj = json.loads(stripped.decode("utf-8"))
         except (ValueError, RecursionError):
             return None
         if isinstance(obj, dict):
@@ -594,10 +596,10 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
         view = memoryview(data)
         pieces: list[Any] = []
         previous = 0
-        for at in null_starts.tolist():
-            pieces.append(view[previous:at])
+        for start in null_starts.tolist():
+            pieces.append(view[previous:start])
             pieces.append(b"{}  ")
-            previous = at + 4
+            previous = start + 4
         pieces.append(view[previous:])
         payload = b"".join(pieces)
         del pieces, view

@@ -175,11 +175,16 @@ class ScanSpec:
         if self.error is not None:
             raise self.error
         if self._keys is None:
-            found: set[str] = set()
+            # key -> the line it first appears on, so a clash names file and line
+            first: dict[str, Parsed] = {}
             for parsed in self.parsed():
-                found.update(parsed.values)
-            keys = sorted(found)
-            _check_names(keys)
+                for key in parsed.values.keys() - first.keys():
+                    row = int(np.flatnonzero(parsed.kinds[key])[0])
+                    at = slice(row, row + 1)
+                    first[key] = Parsed(parsed.source, parsed.lines[at], parsed.status[at],
+                                        kinds={key: parsed.kinds[key][at]})
+            keys = sorted(first)
+            _check_names(keys, list(first.values()))
             self._keys = keys
         return self._keys
 

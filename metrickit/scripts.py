@@ -170,7 +170,17 @@ def _run_once(
                 "JSON object to the path given with -o/--output-path (does it ignore -o?)",
                 _tail(stderr),
             )
-        text = out_path.read_text(encoding="utf-8", errors="replace")
+        raw = out_path.read_bytes()
+    try:
+        # strict: a byte that is not UTF-8 must not become U+FFFD in a metric's name
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MetricScriptOutputError(
+            f"metric script {script} wrote output that is not UTF-8 (byte "
+            f"{raw[exc.start]:#04x} at offset {exc.start}); expected a JSON object of named "
+            "numbers in UTF-8",
+            _tail(stderr),
+        ) from None
     try:
         result = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -178,6 +188,13 @@ def _run_once(
             f"metric script {script} wrote output that is not JSON ({exc.msg} at line "
             f"{exc.lineno} column {exc.colno}): {text[:120]!r}; expected a JSON object of "
             "named numbers",
+            _tail(stderr),
+        ) from None
+    except (RecursionError, ValueError) as exc:  # absurd nesting; an int of > 4300 digits
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise MetricScriptOutputError(
+            f"metric script {script} wrote output that cannot be read ({reason}); expected "
+            "a JSON object of named numbers",
             _tail(stderr),
         ) from None
     if not isinstance(result, dict):
@@ -188,6 +205,14 @@ def _run_once(
         )
     out: dict[str, float] = {}
     for key, value in result.items():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise MetricScriptOutputError(
+                f"metric script {script} wrote the key {key!r}, a lone UTF-16 surrogate escape "
+                "that is not valid Unicode; expected metric names in UTF-8 text",
+                _tail(stderr),
+            ) from None
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)

@@ -42,6 +42,10 @@ class Expected:
                 return key
         return None
 
+    def clash_line(self) -> int:
+        key = self.clash()
+        return next(line for line, _, cells in self.rows if key in cells)
+
 
 class _Dup(Exception):
     pass
