@@ -175,10 +175,12 @@ def _finished_trials(frame: Any) -> Any:
     nf = nw.from_native(frame, eager_only=True)
     if "_status" not in nf.columns:
         return frame
-    running = nf.get_column("_status").cast(nw.String) == "running"
+    # Compare category codes, not strings: casting a million categoricals costs ~0.1 s.
+    running = category_codes(nf.get_column("_status"), ("running",)) == 0
     if not running.any():
         return frame
-    return nf.filter(~running).to_native()
+    keep = nw.new_series("keep", ~running, nw.Boolean, backend=nw.get_native_namespace(nf))
+    return nf.filter(keep).to_native()
 
 
 def aggregate(

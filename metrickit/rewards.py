@@ -682,34 +682,41 @@ def _integral_means_int(buf: npt.NDArray[np.uint8]) -> tuple[bool, int]:
     token has at most 15 significant digits, so its float64 keeps a non-zero fraction
     (15 digits survive the round trip): integral cells can only come from int tokens.
     A ``.`` or ``e`` inside a key only makes this answer no (a second read), never wrong.
+    The buffer is scanned in blocks so the temporaries stay a few MB.
     """
     n = len(buf)
-    e = np.flatnonzero((buf == ord("e")) | (buf == ord("E")))
-    if e.size:
-        before = buf[np.maximum(e - 1, 0)]
-        if np.any((before >= ord("0")) & (before <= ord("9"))):
+    block = 1 << 22
+    longest = 0
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        chunk = buf[lo:hi]
+        e = np.flatnonzero((chunk == ord("e")) | (chunk == ord("E"))) + lo
+        if e.size:
+            before = buf[np.maximum(e - 1, 0)]
+            if np.any((before >= ord("0")) & (before <= ord("9"))):
+                return False, 0
+        dots = np.flatnonzero(chunk == ord(".")) + lo
+        if dots.size == 0:
+            continue
+        digits = np.zeros(dots.size, dtype=np.int64)
+        zeros_only = np.ones(dots.size, dtype=np.bool_)
+        alive = np.ones(dots.size, dtype=np.bool_)
+        for k in range(1, 19):
+            at = dots + k
+            c = buf[np.minimum(at, n - 1)]
+            digit = alive & (at < n) & (c >= ord("0")) & (c <= ord("9"))
+            digits += digit
+            zeros_only &= ~digit | (c == ord("0"))
+            alive = digit
+            if not alive.any():
+                break
+        else:
             return False, 0
-    dots = np.flatnonzero(buf == ord("."))
-    if dots.size == 0:
-        return True, 0
-    digits = np.zeros(dots.size, dtype=np.int64)
-    zeros_only = np.ones(dots.size, dtype=np.bool_)
-    alive = np.ones(dots.size, dtype=np.bool_)
-    for k in range(1, 19):
-        at = dots + k
-        c = buf[np.minimum(at, n - 1)]
-        digit = alive & (at < n) & (c >= ord("0")) & (c <= ord("9"))
-        digits += digit
-        zeros_only &= ~digit | (c == ord("0"))
-        alive = digit
-        if not alive.any():
-            break
-    else:
-        return False, 0
-    numeric = digits > 0  # a dot not followed by a digit is not inside a number
-    if np.any(numeric & zeros_only):
-        return False, 0
-    return True, int(digits.max())
+        numeric = digits > 0  # a dot not followed by a digit is not inside a number
+        if np.any(numeric & zeros_only):
+            return False, 0
+        longest = max(longest, int(digits.max()))
+    return True, longest
 
 
 def _raise_message(problems: list[Problem]) -> str:
