@@ -65,6 +65,9 @@ MAX_EXACT_INT = 2**53
 _BOM = b"\xef\xbb\xbf"
 _JSON_WS = b" \t\r\n"
 _SAMPLE_LINES = 200
+# Rows with a "1.0"-style token are re-read with json; past this many, a second polars
+# read (Int64 schema) is cheaper.
+_MAX_MARKED = 20_000
 # A \uD800-\uDFFF escape: half of a UTF-16 surrogate pair. Python's json decodes a lone one
 # into a str that cannot be encoded as UTF-8 (so it cannot name a polars column), and
 # polars' reader renames such keys; lines with one always take the exact path.
@@ -646,15 +649,25 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
         parsed.kinds[key] = kinds
         any_present |= present
     if integral_keys:
-        by_value, max_fraction = _integral_means_int(buf)
+        by_value, max_fraction, marked = _integral_means_int(buf)
         largest = max(float(np.abs(parsed.values[k]).max()) for k in integral_keys)
-        if by_value and largest < 10.0 ** (15 - max_fraction):
-            # No float token here can hold an integral value, so integral cells are ints.
+        # Rows holding a "1.0"-style token are few in practice: read just those with json.
+        rows = np.unique(np.searchsorted(starts, marked, side="right") - 1)
+        if by_value and largest < 10.0 ** (15 - max_fraction) and len(rows) <= _MAX_MARKED:
+            # Outside the marked rows no float token can hold an integral value, so an
+            # integral cell there is an int; in the marked rows json.loads says which.
             for key in integral_keys:
                 values = parsed.values[key]
                 is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
+                is_int[rows] = False
                 parsed.kinds[key][is_int] = INT
                 values[is_int] += 0.0  # JSON -0 is the int 0
+            for row in rows.tolist():
+                obj = json.loads(bytes(body[int(starts[row]) : int(ends[row])]))
+                for key, value in obj.items():
+                    if key in parsed.kinds and type(value) is int:
+                        parsed.kinds[key][row] = INT
+                        parsed.values[key][row] += 0.0
             integral_keys = []
     if integral_keys:
         try:
@@ -672,21 +685,26 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
     return parsed
 
 
-def _integral_means_int(buf: npt.NDArray[np.uint8]) -> tuple[bool, int]:
-    """Whether every number token with an integral value must be a JSON integer.
+def _integral_means_int(
+    buf: npt.NDArray[np.uint8],
+) -> tuple[bool, int, npt.NDArray[np.int64]]:
+    """Where a number token with an integral value could be a JSON float.
 
-    Returns ``(ok, max_fraction_digits)``. ``ok`` holds when the bytes contain no exponent
-    (a digit followed by ``e``/``E``), no fraction of only zeros (``1.0``), and no fraction
-    of 18 or more digits. Then a float token has a non-zero fraction of at most
+    Returns ``(ok, max_fraction_digits, marked)``. ``ok`` holds when the bytes contain no
+    exponent (a digit followed by ``e``/``E``) and no fraction of 18 or more digits;
+    ``marked`` holds the positions of fractions of only zeros (``1.0``), whose rows the
+    caller checks with json. Elsewhere a float token has a non-zero fraction of at most
     ``max_fraction_digits`` digits, and if every value is below ``10**(15 - that)`` the
-    token has at most 15 significant digits, so its float64 keeps a non-zero fraction
-    (15 digits survive the round trip): integral cells can only come from int tokens.
-    A ``.`` or ``e`` inside a key only makes this answer no (a second read), never wrong.
-    The buffer is scanned in blocks so the temporaries stay a few MB.
+    token has at most 15 significant digits, so its float64 keeps a non-zero fraction (15
+    digits survive the round trip): integral cells there can only come from int tokens.
+    A ``.`` or ``e`` inside a key only costs a marked row or a second read, never a wrong
+    answer. The buffer is scanned in blocks so the temporaries stay a few MB.
     """
     n = len(buf)
     block = 1 << 22
     longest = 0
+    marked: list[npt.NDArray[np.int64]] = []
+    none = np.zeros(0, dtype=np.int64)
     for lo in range(0, n, block):
         hi = min(lo + block, n)
         chunk = buf[lo:hi]
@@ -694,7 +712,7 @@ def _integral_means_int(buf: npt.NDArray[np.uint8]) -> tuple[bool, int]:
         if e.size:
             before = buf[np.maximum(e - 1, 0)]
             if np.any((before >= ord("0")) & (before <= ord("9"))):
-                return False, 0
+                return False, 0, none
         dots = np.flatnonzero(chunk == ord(".")) + lo
         if dots.size == 0:
             continue
@@ -711,12 +729,13 @@ def _integral_means_int(buf: npt.NDArray[np.uint8]) -> tuple[bool, int]:
             if not alive.any():
                 break
         else:
-            return False, 0
+            return False, 0, none
         numeric = digits > 0  # a dot not followed by a digit is not inside a number
-        if np.any(numeric & zeros_only):
-            return False, 0
-        longest = max(longest, int(digits.max()))
-    return True, longest
+        marked.append(dots[numeric & zeros_only])
+        real = numeric & ~zeros_only
+        if real.any():
+            longest = max(longest, int(digits[real].max()))
+    return True, longest, np.concatenate(marked) if marked else none
 
 
 def _raise_message(problems: list[Problem]) -> str:
