@@ -9,6 +9,7 @@ when it is not given the values. Context variables keep parallel calls apart.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,14 +21,23 @@ _LATENCY_MS: ContextVar[float | None] = ContextVar("metrickit_latency_ms", defau
 _COST_USD: ContextVar[float | None] = ContextVar("metrickit_cost_usd", default=None)
 
 
-def _measurement(value: Any) -> float | None:
-    """A measured value as a float, or None when it is missing (None, NaN, not a number)."""
-    if value is None or isinstance(value, bool):
+def _measurement(value: Any, what: str = "measurement") -> float | None:
+    """A measured value as a float, or None when it was not measured (None or NaN).
+
+    Anything else that is not a real number (a string such as ``"fast"`` or ``"1500"``, a
+    bool, a list) is an error, not "not measured": it would otherwise hide a broken
+    column behind a 0 part score.
+    """
+    if value is None:
         return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        from metrickit.errors import RewardInputError
+
+        raise RewardInputError(
+            f"{what} is {value!r} ({type(value).__name__}); expected a number, "
+            "or None/NaN when it was not measured"
+        )
+    number = float(value)
     return None if math.isnan(number) else number
 
 
@@ -58,8 +68,8 @@ def service_cost() -> float | None:
 @contextmanager
 def measured(latency_ms: Any = None, cost_usd: Any = None) -> Iterator[None]:
     """Make ``latency_ms``/``cost_usd`` the current case's measurements inside the block."""
-    latency_token = _LATENCY_MS.set(_measurement(latency_ms))
-    cost_token = _COST_USD.set(_measurement(cost_usd))
+    latency_token = _LATENCY_MS.set(_measurement(latency_ms, "latency_ms"))
+    cost_token = _COST_USD.set(_measurement(cost_usd, "cost_usd"))
     try:
         yield
     finally:

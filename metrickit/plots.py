@@ -66,8 +66,8 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
         value = part["value"].to_numpy(dtype=float)
         low = part["ci_low"].to_numpy(dtype=float)
         high = part["ci_high"].to_numpy(dtype=float)
+        # No interval (n < 2, or a script metric) stays NaN: no bar, rather than a false 0.
         yerr = np.vstack([value - low, high - value])
-        yerr = np.where(np.isfinite(yerr), yerr, 0.0)
         ax.errorbar(
             x + (i - (len(labels) - 1) / 2) * width,
             value,
@@ -110,6 +110,23 @@ def rank_bump(comparison: Any, *, metrics: list[str] | None = None, ax: Any = No
     return ax
 
 
+def group_codes(labels: Any, by: str) -> tuple[np.ndarray, Any]:
+    """Integer codes and sorted group names of a label column; a missing label is an error
+    (a row would otherwise vanish from every mean and plot)."""
+    import pandas as pd
+
+    from metrickit.errors import MetrickitError
+
+    codes, groups = pd.factorize(pd.Series(labels, dtype=object), sort=True)
+    if (codes < 0).any():
+        row = int(np.argmax(codes < 0))
+        raise MetrickitError(
+            f"column {by!r} has no value at row {row} ({int((codes < 0).sum())} row(s) in all); "
+            "every case needs a group label: fill or drop those rows explicitly"
+        )
+    return codes, groups
+
+
 def _label(column: str) -> str:
     return UNITS.get(column, column)
 
@@ -130,7 +147,7 @@ def candidate_means(
 
     nf = nw.from_native(frame, eager_only=True)
     labels = nf.get_column(by).to_numpy()
-    codes, groups = pd.factorize(pd.Series(labels, dtype=object), sort=True)
+    codes, groups = group_codes(labels, by)
     out: dict[str, Any] = {by: list(groups), "n": np.bincount(codes, minlength=len(groups))}
     for column in columns:
         x = nf.get_column(column).cast(nw.Float64).to_numpy()
@@ -213,11 +230,12 @@ def tradeoff(
     xs, ys = means[x].to_numpy(), means[y].to_numpy()
     xerr = np.abs(np.vstack([xs - means[f"{x}_low"], means[f"{x}_high"] - xs]))
     yerr = np.abs(np.vstack([ys - means[f"{y}_low"], means[f"{y}_high"] - ys]))
+    # A missing interval (n < 2) stays NaN: no whisker is drawn, rather than a false 0.
     ax.errorbar(
         xs,
         ys,
-        xerr=np.nan_to_num(xerr),
-        yerr=np.nan_to_num(yerr),
+        xerr=xerr,
+        yerr=yerr,
         fmt="none",
         ecolor="0.6",
         elinewidth=1,

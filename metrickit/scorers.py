@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._current import measured, observation, service_cost
+from metrickit._current import _measurement, measured, observation, service_cost
 from metrickit._judge import set_judge
-from metrickit.errors import ScorerError, SpecError
+from metrickit.errors import RewardInputError, ScorerError, SpecError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -451,6 +451,12 @@ def call_scorer(
         args += (payload.get("expected"),)
     args = _private_copy(args)
     box: dict[str, Any] = {}
+    try:  # a measurement that is not a number is the case's error, found before the call
+        _measurement(payload.get("latency_ms"), "latency_ms")
+        _measurement(payload.get("cost_usd"), "cost_usd")
+    except RewardInputError as bad:
+        return {"returned": None, "score": None, "feedback": None, "scores": {},
+                "ms": None, "timed_out": False, "problems": [f"case data: {bad}"]}
 
     def target() -> None:
         with measured(payload.get("latency_ms"), payload.get("cost_usd")):

@@ -450,12 +450,29 @@ class RewardSpec:
                     f"(pass {what}=<column name>" + ("" if what == "accuracy" else " or None") + ")"
                 )
             series = nf.get_column(name)
-            try:
-                return np.asarray(series.cast(nw.Float64).to_numpy(), dtype=np.float64)
-            except Exception as exc:
+            if len(series) and series.null_count() == len(series):
+                return np.full(len(series), np.nan)  # nothing measured in this column
+            boolean_ok = what == "accuracy"  # a correct/incorrect column means 1/0
+            if not (series.dtype.is_numeric() or (boolean_ok and series.dtype == nw.Boolean)) or (
+                series.dtype == nw.Boolean and not boolean_ok
+            ):
+                # No silent casting: "1500" in a latency column is a bug upstream.
+                values = series.to_list()
+                bad = next(
+                    (
+                        i
+                        for i, v in enumerate(values)
+                        if v is not None
+                        and not (isinstance(v, int | float) and not isinstance(v, bool))
+                    ),
+                    None,
+                )
+                where = "" if bad is None else f"; row {bad} holds {values[bad]!r}"
                 raise RewardInputError(
-                    f"{what} column {name!r} has dtype {series.dtype}; expected numbers ({exc})"
-                ) from None
+                    f"{what} column {name!r} has dtype {series.dtype}{where}; expected a "
+                    "numeric column (NaN/null where not measured)"
+                )
+            return np.asarray(series.cast(nw.Float64).to_numpy(), dtype=np.float64)
 
         acc = values(accuracy, "accuracy")
         assert acc is not None
@@ -525,8 +542,8 @@ def reward(
         raise ScorerError(f"reward(): feedback is {_describe(feedback)}; expected a string")
     if not _is_number(accuracy) and not isinstance(accuracy, bool | np.bool_):
         raise RewardInputError(f"reward(): accuracy is {_describe(accuracy)}; expected a number")
-    latency = _measurement(observation() if latency_ms is None else latency_ms)
-    cost = _measurement(service_cost() if cost_usd is None else cost_usd)
+    latency = _measurement(observation() if latency_ms is None else latency_ms, "latency_ms")
+    cost = _measurement(service_cost() if cost_usd is None else cost_usd, "cost_usd")
     # Scalar checks first, so a bad value is reported without frame row numbers.
     spec.part_score("accuracy", float(accuracy))
     spec.part_score("speed", latency)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import MetrickitError
+from metrickit.plots import group_codes
 from metrickit.spec import RewardSpec
 
 __all__ = ["SpecTuner", "tune_spec"]
@@ -129,7 +130,7 @@ class SpecTuner:
         self.frame = frame
         self.by, self.columns = by, (accuracy, latency, cost)
         labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
-        self._codes, groups = pd.factorize(labels, sort=True)
+        self._codes, groups = group_codes(labels, by)
         self.groups = [str(g) for g in groups]
         self._n = np.bincount(self._codes, minlength=len(self.groups)).astype(float)
         self._acc = nf.get_column(accuracy).cast(nw.Float64).to_numpy()

@@ -698,3 +698,20 @@ def test_cli_check_scorer(cases_dir, tickets, capsys):
     assert cli.main(["check-scorer", str(cases_dir / "exact_match.py"), "--cases",
                      str(tickets), "--timeout", "601"]) == 1
     assert "at most 600" in capsys.readouterr().err
+
+
+def test_bad_measurement_is_the_cases_error_not_a_zero_part():
+    def score(input, output, expected=None):
+        return mk.reward(
+            {"weights": {"accuracy": 1, "speed": 1, "cost": 1}, "speed": {"reference": 1000},
+             "cost": {"reference": 0.01}}, 1.0, "ok")
+
+    cases = [
+        {"input": {}, "output": 1, "latency_ms": "fast", "cost_usd": 0.01},
+        {"input": {}, "output": 1, "latency_ms": 1000, "cost_usd": 0.01},
+    ]
+    scored = mk.score_cases(score, cases, progress=False)
+    assert len(scored) == 2
+    assert "latency_ms is 'fast' (str)" in scored["error"].iloc[0]
+    assert scored["score"].iloc[0] == 0
+    assert scored["score"].iloc[1] == pytest.approx((1 + 0.5 + 0.5) / 3)

@@ -273,3 +273,21 @@ def test_score_frame_on_the_sample_case_table(data_dir):
     assert set(means["candidate"]) == {"mini-fast", "base", "large-cot"}
 
 
+
+
+def test_measurements_that_are_not_numbers_are_errors_not_unmeasured():
+    with pytest.raises(mk.RewardInputError, match=r"latency_ms is '1500' \(str\)"):
+        mk.reward(DESIGN_SPEC, 1.0, "ok", latency_ms="1500")
+    with pytest.raises(mk.RewardInputError, match=r"cost_usd is True \(bool\)"):
+        mk.reward(DESIGN_SPEC, 1.0, "ok", latency_ms=100, cost_usd=True)
+    # None and NaN still mean "not measured": that part scores 0
+    _, side = mk.reward(DESIGN_SPEC, 1.0, "ok", latency_ms=float("nan"), cost_usd=None)
+    assert side["scores"]["speed"] == 0.0 and side["scores"]["cost"] == 0.0
+
+
+def test_score_frame_refuses_text_columns_and_names_the_row():
+    spec = mk.RewardSpec.from_dict(DESIGN_SPEC)
+    df = pd.DataFrame({"accuracy": [1.0, 0.0], "latency_ms": ["1500", "2000"],
+                       "cost_usd": [0.01, 0.02]})
+    with pytest.raises(mk.RewardInputError, match=r"'latency_ms' has dtype .*row 0 holds '1500'"):
+        spec.score_frame(df)

@@ -120,3 +120,33 @@ def test_distribution_and_heatmap_return_axes():
     image = ax.get_images()[0].get_array()
     assert image.shape == (2, 2)
     assert image[0, 1] == pytest.approx(0.9)
+
+
+def test_missing_group_label_is_a_clear_error(cases):
+    broken = cases.copy()
+    broken.loc[5, "candidate"] = None
+    with pytest.raises(mk.MetrickitError, match=r"column 'candidate' has no value at row 5"):
+        tune_spec(broken)
+    with pytest.raises(mk.MetrickitError, match=r"row 5"):
+        plots.tradeoff(broken)
+
+
+def test_slider_events_are_debounced_inside_an_event_loop(cases, capsys):
+    import asyncio
+
+    async def drag() -> tuple[int, int, str]:
+        tuner = tune_spec(cases, debounce_ms=50)
+        updates = []
+        original = tuner._schedule.fn
+        tuner._schedule.fn = lambda: (updates.append(1), original())[1]
+        for value in (0.3, 0.5, 0.7, 0.9, 1.0):  # one drag: five events in quick succession
+            tuner.w_speed.value = value
+        during = len(updates)
+        await asyncio.sleep(0.2)
+        return during, len(updates), str(tuner.spec["weights"]["speed"])
+
+    during, after, speed = asyncio.run(drag())
+    capsys.readouterr()
+    assert during == 0  # nothing recomputed while the events kept coming
+    assert after == 1  # one update once they stopped, with the last value
+    assert speed == "1.0"
