@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -434,8 +435,18 @@ def _private_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # change the other cases or the caller's table: each call gets its own copy.
     try:
         return copy.deepcopy(args)
-    except Exception:  # an uncopyable value (a lock, a file): pass it as it is
+    except Exception as exc:  # an uncopyable value (a lock, a file): pass it as it is, and say so
+        warnings.warn(
+            f"a case's input could not be copied ({type(exc).__name__}: {exc}); the scorer "
+            "gets the caller's own objects, so if it mutates them your table changes too",
+            UncopiedInputWarning,
+            stacklevel=2,
+        )
         return args
+
+
+class UncopiedInputWarning(UserWarning):
+    """A case's input could not be deep-copied before a scorer call."""
 
 
 def call_scorer(

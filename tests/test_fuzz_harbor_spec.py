@@ -138,7 +138,27 @@ def test_read_harbor_job_mutated_trials(tmp_path_factory: pytest.TempPathFactory
         assert invalid == len(problems)
     else:
         event("outcome: frame")
+        _check_against_source(frame)
     assert len(frame) == len(files)  # one row per trial folder, whatever it held
+
+
+def _check_against_source(frame: object) -> None:
+    """Each valid row's names and reward values equal what its result.json says."""
+    import pandas as pd
+
+    df = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()  # type: ignore[attr-defined]
+    for _, row in df.iterrows():
+        if str(row["_status"]) in ("invalid", "running"):
+            continue
+        source = json.loads((Path(row["trial_dir"]) / "result.json").read_bytes())
+        assert row["task_name"] == source.get("task_name"), row["trial_dir"]
+        rewards = (source.get("verifier_result") or {}).get("rewards") or {}
+        for key, value in rewards.items():
+            if key in df.columns:
+                assert row[key] == float(value), (row["trial_dir"], key, value)
+                kind = "bool" if isinstance(value, bool) else (
+                    "int" if isinstance(value, int) else "float")
+                assert str(row[f"_kind_{key}"]) == kind, (row["trial_dir"], key)
 
 
 # --- RewardSpec.from_dict ------------------------------------------------------------
