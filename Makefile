@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,16 @@ demo: $(STAMP)
 	@echo
 	$(BIN)/python -m metrickit._demo data out
 
-test: $(STAMP)
+# The real-browser test needs Debian's Chromium (Playwright cannot download a browser here);
+# as root with apt it is installed on first use, otherwise the test says what to install.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium for the browser test"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
