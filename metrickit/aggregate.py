@@ -158,14 +158,25 @@ def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
     return category_codes(series, ("missing", "int", "float", "bool"))
 
 
-def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
-    keys, values, is_int, _ = reward_arrays(frame)
-    n = len(frame)
+def _harbor_result(
+    name: str,
+    fn: _Agg,
+    keys: list[str],
+    values: dict[str, np.ndarray],
+    is_int: dict[str, np.ndarray],
+    n: int,
+) -> dict[str, Number]:
+    """Harbor's naming: one key or none -> ``{name: v}``, several -> one entry per key."""
     if len(keys) <= 1:
         if keys:
             return {name: fn(values[keys[0]], is_int[keys[0]])}
         return {name: fn(np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.bool_))}
     return {key: fn(values[key], is_int[key]) for key in keys}
+
+
+def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
+    keys, values, is_int, _ = reward_arrays(frame)
+    return _harbor_result(name, fn, keys, values, is_int, len(frame))
 
 
 def _finished_trials(frame: Any) -> Any:
@@ -287,13 +298,14 @@ def _aggregate_by(rewards: Any, metric: Any, by: str | Sequence[str]) -> dict[An
         for label, idx in groups.items():
             # Harbor sees only this group's rows: its key set is what occurs in them.
             here = [k for k in keys if present[k][idx].any()]
-            if len(here) <= 1:
-                if here:
-                    out[label] = {metric: fn(values[here[0]][idx], is_int[here[0]][idx])}
-                else:
-                    out[label] = {metric: fn(np.zeros(len(idx)), np.ones(len(idx), bool))}
-            else:
-                out[label] = {k: fn(values[k][idx], is_int[k][idx]) for k in here}
+            out[label] = _harbor_result(
+                metric,
+                fn,
+                here,
+                {k: values[k][idx] for k in here},
+                {k: is_int[k][idx] for k in here},
+                len(idx),
+            )
         return out
     nf = nw.from_native(rewards, eager_only=True)
     return {label: aggregate(nf[idx].to_native(), metric) for label, idx in groups.items()}

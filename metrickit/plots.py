@@ -151,21 +151,34 @@ def candidate_means(
     out: dict[str, Any] = {by: list(groups), "n": np.bincount(codes, minlength=len(groups))}
     for column in columns:
         x = nf.get_column(column).cast(nw.Float64).to_numpy()
-        measured = np.isfinite(x)
-        n = np.bincount(codes, weights=measured, minlength=len(groups))
-        xz = np.where(measured, x, 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.bincount(codes, weights=xz, minlength=len(groups)) / n
-            dev = np.where(measured, (xz - mean[codes]) ** 2, 0.0)
-            sq = np.bincount(codes, weights=dev, minlength=len(groups))
-            se = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1) / n), np.nan)
+        n, mean, se = grouped_mean_se(codes, x, len(groups))
+        with np.errstate(invalid="ignore"):
             t = np.where(n > 1, sps.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), np.nan)
         out[column] = mean
         out[f"{column}_low"] = mean - t * se
         out[f"{column}_high"] = mean + t * se
-        if not measured.all():  # unmeasured values (NaN) are left out of that column's mean
+        if n.sum() < len(x):  # unmeasured values (NaN) are left out of that column's mean
             out[f"{column}_n"] = n.astype(int)
     return pd.DataFrame(out)
+
+
+def grouped_mean_se(
+    codes: np.ndarray, x: np.ndarray, n_groups: int, *, se: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-group count, mean and standard error of ``x`` (NaN left out), by ``bincount``.
+
+    Returns ``(n, mean, se)``; ``se`` is None when not asked for, NaN where n < 2.
+    """
+    measured = np.isfinite(x)
+    n = np.bincount(codes, weights=measured, minlength=n_groups)
+    xz = np.where(measured, x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(codes, weights=xz, minlength=n_groups) / n
+        if not se:
+            return n, mean, None
+        dev = np.where(measured, (xz - mean[codes]) ** 2, 0.0)
+        sq = np.bincount(codes, weights=dev, minlength=n_groups)
+        return n, mean, np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1) / n), np.nan)
 
 
 def pareto_front(

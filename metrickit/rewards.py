@@ -549,8 +549,9 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
     distinction. Each is closed here: null lines are found with numpy and overwritten
     in a copy with ``{}`` of the same length; every ``:`` in the file must match one
     non-null parsed cell (so no key, duplicate or null value went unseen); non-finite or
-    huge values and anything polars rejects go to the exact path; and a second read
-    with an Int64 schema marks which cells were JSON integers.
+    huge values and anything polars rejects go to the exact path; and which cells were
+    JSON integers comes from a byte-level proof (:func:`_integral_means_int`) plus json for
+    the few rows it marks, or else from a second read with an Int64 schema.
     """
     import polars as pl
 

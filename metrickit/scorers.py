@@ -463,14 +463,14 @@ def call_scorer(
     args = _private_copy(args)
     box: dict[str, Any] = {}
     try:  # a measurement that is not a number is the case's error, found before the call
-        _measurement(payload.get("latency_ms"), "latency_ms")
-        _measurement(payload.get("cost_usd"), "cost_usd")
+        latency = _measurement(payload.get("latency_ms"), "latency_ms")
+        cost = _measurement(payload.get("cost_usd"), "cost_usd")
     except RewardInputError as bad:
         return {"returned": None, "score": None, "feedback": None, "scores": {},
                 "ms": None, "timed_out": False, "problems": [f"case data: {bad}"]}
 
     def target() -> None:
-        with measured(payload.get("latency_ms"), payload.get("cost_usd")):
+        with measured(latency, cost):
             start = time.perf_counter()
             try:
                 box["value"] = score(*args)

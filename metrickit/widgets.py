@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import MetrickitError
-from metrickit.plots import group_codes
+from metrickit.plots import group_codes, grouped_mean_se
 from metrickit.spec import RewardSpec
 
 __all__ = ["SpecTuner", "tune_spec"]
@@ -284,13 +284,7 @@ class SpecTuner:
         return self._spec.to_dict()
 
     def _group_mean(self, values: np.ndarray) -> np.ndarray:
-        measured = np.isfinite(values)
-        n = np.bincount(self._codes, weights=measured, minlength=len(self.groups))
-        total = np.bincount(
-            self._codes, weights=np.where(measured, values, 0.0), minlength=len(self.groups)
-        )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return total / n
+        return grouped_mean_se(self._codes, values, len(self.groups), se=False)[1]
 
     def _controls_spec(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -343,12 +337,7 @@ class SpecTuner:
             )
             return
         reward = scores["reward"]
-        mean = self._group_mean(reward)
-        sq = np.bincount(
-            self._codes, weights=(reward - mean[self._codes]) ** 2, minlength=len(self.groups)
-        )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            se = np.where(self._n > 1, np.sqrt(sq / np.maximum(self._n - 1, 1) / self._n), np.nan)
+        _, mean, se = grouped_mean_se(self._codes, reward, len(self.groups))
         table = pd.DataFrame(
             {
                 self.by: self.groups,
