@@ -14,7 +14,10 @@ Harbor's bit for bit, including int/float result types.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -36,6 +39,8 @@ from metrickit.rewards import (
 __all__ = ["HARBOR_METRICS", "aggregate", "reward_arrays"]
 
 Number = int | float
+# Below this many rows a thread pool costs more than it saves.
+_THREADED_ROWS = 100_000
 _Agg = Callable[[npt.NDArray[np.float64], npt.NDArray[np.bool_]], Number]
 
 
@@ -140,13 +145,18 @@ def category_codes(series: Any, categories: Sequence[str]) -> npt.NDArray[np.uin
     native = series.to_native() if hasattr(series, "to_native") else series
     wanted = {c: i for i, c in enumerate(categories)}
     if hasattr(native, "cat") and hasattr(native.cat, "codes"):  # pandas categorical
-        lookup = np.array([wanted.get(str(c), 255) for c in native.cat.categories] + [255])
+        present = [str(c) for c in native.cat.categories]
         codes = native.cat.codes.to_numpy()
+        if present == list(categories)[: len(present)] and codes.dtype == np.int8:
+            return codes.view(np.uint8)  # already our codes; NaN's -1 reads as 255
+        lookup = np.array([wanted.get(c, 255) for c in present] + [255])
         return lookup[codes].astype(np.uint8)  # code -1 (NaN) indexes the trailing 255
     import polars as pl
 
     if isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
         cats = list(native.dtype.categories)
+        if cats == list(categories)[: len(cats)] and len(cats) < 255 and not native.has_nulls():
+            return native.to_physical().to_numpy().astype(np.uint8)  # already our codes
         lookup = np.array([wanted.get(c, 255) for c in cats] + [255])
         physical = native.to_physical().fill_null(len(cats)).to_numpy()
         return lookup[physical].astype(np.uint8)
@@ -154,8 +164,27 @@ def category_codes(series: Any, categories: Sequence[str]) -> npt.NDArray[np.uin
     return np.array([wanted.get(v, 255) for v in values], dtype=np.uint8)
 
 
+def _categories(series: Any) -> list[str]:
+    """The categories a categorical column can hold, else its distinct values."""
+    native = series.to_native() if hasattr(series, "to_native") else series
+    if hasattr(native, "cat") and hasattr(native.cat, "categories"):  # pandas
+        return [str(c) for c in native.cat.categories]
+    import polars as pl
+
+    if isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
+        return list(native.dtype.categories)
+    values = native.unique() if hasattr(native, "unique") else native
+    return [str(v) for v in (values.to_list() if hasattr(values, "to_list") else values)]
+
+
 def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
     return category_codes(series, ("missing", "int", "float", "bool"))
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """One pool for the process: starting threads per call would cost more than a key."""
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="metrickit-aggregate")
 
 
 def _harbor_result(
@@ -171,6 +200,12 @@ def _harbor_result(
         if keys:
             return {name: fn(values[keys[0]], is_int[keys[0]])}
         return {name: fn(np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.bool_))}
+    workers = min(len(keys), os.cpu_count() or 1)
+    if workers > 1 and n >= _THREADED_ROWS:
+        # One key per thread: Harbor's sum is a sequential cumsum that numpy runs
+        # without the GIL, so keys aggregate side by side on several cores.
+        results = list(_pool().map(lambda key: fn(values[key], is_int[key]), keys))
+        return dict(zip(keys, results, strict=True))
     return {key: fn(values[key], is_int[key]) for key in keys}
 
 
@@ -186,8 +221,11 @@ def _finished_trials(frame: Any) -> Any:
     nf = nw.from_native(frame, eager_only=True)
     if "_status" not in nf.columns:
         return frame
+    status = nf.get_column("_status")
+    if "running" not in _categories(status):
+        return frame  # e.g. every frame from read_rewards: nothing to filter
     # Compare category codes, not strings: casting a million categoricals costs ~0.1 s.
-    running = category_codes(nf.get_column("_status"), ("running",)) == 0
+    running = category_codes(status, ("running",)) == 0
     if not running.any():
         return frame
     keep = nw.new_series("keep", ~running, nw.Boolean, backend=nw.get_native_namespace(nf))

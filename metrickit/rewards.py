@@ -30,8 +30,9 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -65,6 +66,10 @@ MAX_EXACT_INT = 2**53
 _BOM = b"\xef\xbb\xbf"
 _JSON_WS = b" \t\r\n"
 _SAMPLE_LINES = 200
+#: Bytes parsed at a time. Blocks keep the temporaries small (and in cache): peak memory
+#: is the result plus a small multiple of this, and numpy scans run faster than on one
+#: file-sized array.
+BLOCK_BYTES = 4 << 20
 # Rows with a "1.0"-style token are re-read with json; past this many, a second polars
 # read (Int64 schema) is cheaper.
 _MAX_MARKED = 20_000
@@ -94,6 +99,8 @@ class Parsed:
     status: npt.NDArray[np.uint8]
     values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     kinds: dict[str, npt.NDArray[np.uint8]] = field(default_factory=dict)
+    #: how many ``\n`` the parsed bytes held: the line offset of the block after it
+    newlines: int = 0
 
     @property
     def n(self) -> int:
@@ -164,13 +171,16 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     parts: list[Parsed] = []
     problems: list[Problem] = []
     for name, payload in _iter_sources(source):
-        if isinstance(payload, bytes):
-            parsed, found = parse_bytes(name, payload)
+        if isinstance(payload, Path):
+            got, found = parse_blocks(name, iter_blocks(payload))
+        elif isinstance(payload, bytes):
+            got, found = parse_blocks(name, split_blocks(payload))
         else:
             parsed, found = parse_rows(name, payload)
+            got = [parsed]
         if found and errors == "raise":
             raise RewardFileError(_raise_message(found))
-        parts.append(parsed)
+        parts.extend(got)
         problems.extend(found)
     frame = to_frame(parts, backend=backend)
     if errors == "report":
@@ -232,9 +242,12 @@ def _is_file(s: str) -> bool:
         return False
 
 
-def _read_path(path: Path) -> bytes:
+def iter_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
+    """A file (``.gz`` decompressed on the fly) in pieces of about ``block_bytes``, each
+    cut just after a newline, so a large file is never held whole."""
+    size = block_bytes or BLOCK_BYTES
     try:
-        raw = path.read_bytes()
+        fh = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
         raise RewardFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -242,12 +255,55 @@ def _read_path(path: Path) -> bytes:
             f"{path}: is a directory; pass a reward .jsonl file (or use read_harbor_job "
             "for a Harbor job folder)"
         ) from None
-    if path.suffix == ".gz":
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise RewardFileError(f"{path}: not a readable gzip file ({exc})") from None
-    return raw
+    carry = b""
+    with fh:
+        while True:
+            try:
+                chunk = fh.read(size)
+            except IsADirectoryError:
+                raise RewardFileError(
+                    f"{path}: is a directory; pass a reward .jsonl file (or use "
+                    "read_harbor_job for a Harbor job folder)"
+                ) from None
+            except (OSError, EOFError, zlib.error) as exc:
+                what = "not a readable gzip file" if path.suffix == ".gz" else "cannot be read"
+                raise RewardFileError(f"{path}: {what} ({exc})") from None
+            if not chunk:
+                break
+            cut = chunk.rfind(b"\n")
+            if cut < 0:  # one line longer than a block: keep reading
+                carry += chunk
+                continue
+            # at most one copy per block: the carried start of its first line + the lines
+            if carry:
+                piece = b"".join((carry, memoryview(chunk)[: cut + 1]))
+            else:
+                piece = chunk if cut + 1 == len(chunk) else chunk[: cut + 1]
+            carry = chunk[cut + 1 :]
+            del chunk
+            yield piece
+            del piece
+    if carry:
+        yield carry
+
+
+def split_blocks(data: bytes, block_bytes: int | None = None) -> Iterator[bytes]:
+    """In-memory JSONL in pieces of about ``block_bytes``, each cut just after a newline."""
+    size = block_bytes or BLOCK_BYTES
+    n = len(data)
+    if n <= size:
+        yield data
+        return
+    lo = 0
+    while lo < n:
+        cut = data.rfind(b"\n", lo, lo + size)
+        if cut < 0:
+            cut = data.find(b"\n", lo + size)
+        if cut < 0 or lo + size >= n:
+            yield data[lo:]
+            return
+        yield data[lo : cut + 1]
+        lo = cut + 1
 
 
 def _expand(item: str | os.PathLike[str]) -> list[Path]:
@@ -261,14 +317,14 @@ def _expand(item: str | os.PathLike[str]) -> list[Path]:
     return [Path(m) for m in matches]
 
 
-def _iter_sources(source: Any) -> Iterable[tuple[str, bytes | Iterable[Any]]]:
+def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[Any]]]:
     if isinstance(source, bytes | bytearray | memoryview):
         yield "<bytes>", bytes(source)
     elif isinstance(source, str) and _looks_like_text(source) and not _is_file(source):
         yield "<text>", source.encode("utf-8")
     elif isinstance(source, str | os.PathLike):
         for path in _expand(source):
-            yield str(path), _read_path(path)
+            yield str(path), path
     elif hasattr(source, "read"):
         data = source.read()
         name = str(getattr(source, "name", "<file>"))
@@ -282,7 +338,7 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, bytes | Iterable[Any]]]:
         if rows and all(isinstance(r, str | os.PathLike) for r in rows):
             for item in rows:
                 for path in _expand(item):
-                    yield str(path), _read_path(path)
+                    yield str(path), path
         else:
             yield "<rows>", rows
     else:
@@ -298,14 +354,60 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, bytes | Iterable[Any]]]:
 
 
 def parse_bytes(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
-    """Parse one JSONL payload: the vectorised path when it can prove it is exact,
-    else the line-by-line path (which also produces the error messages)."""
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    fast = _parse_fast(name, data)
-    if fast is not None:
-        return fast, []
-    return _parse_slow(name, data)
+    """Parse one JSONL payload into one :class:`Parsed` (see :func:`parse_blocks`)."""
+    parts, problems = parse_blocks(name, split_blocks(data))
+    return _concat(name, parts), problems
+
+
+def parse_blocks(name: str, blocks: Iterable[bytes]) -> tuple[list[Parsed], list[Problem]]:
+    """Parse the consecutive blocks of one source, numbering lines across them.
+
+    Each block takes the vectorised path when it can prove it is exact, else the
+    line-by-line path (which also produces the error messages): one odd line costs its
+    block, not the file. Working block by block also keeps the temporaries a few MB.
+    """
+    parts: list[Parsed] = []
+    problems: list[Problem] = []
+    offset = 0
+    keys: set[str] = set()
+    for index, block in enumerate(blocks):
+        if index == 0 and block.startswith(_BOM):
+            block = block[len(_BOM) :]
+        found: list[Problem] = []
+        # A byte-order mark only counts at the start of the file; elsewhere it is part
+        # of a (then invalid) line, and the exact path says so.
+        parsed = None if _BOM in block[:3] else _parse_fast(name, block, keys_hint=keys)
+        if parsed is None:
+            parsed, found = _parse_slow(name, block)
+        if offset:
+            parsed.lines += offset
+            found = [replace(p, line=p.line + offset) for p in found]
+        offset += parsed.newlines
+        keys.update(parsed.values)
+        parts.append(parsed)
+        problems.extend(found)
+    if not parts:
+        parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+    return parts, problems
+
+
+def _concat(name: str, parts: list[Parsed]) -> Parsed:
+    if len(parts) == 1:
+        return parts[0]
+    keys = sorted({k for p in parts for k in p.values})
+    empty = np.zeros(0, np.int64)
+    out = Parsed(
+        name,
+        np.concatenate([p.lines for p in parts]) if parts else empty,
+        np.concatenate([p.status for p in parts]) if parts else empty.astype(np.uint8),
+        newlines=sum(p.newlines for p in parts),
+    )
+    for key in keys:
+        out.values[key] = np.concatenate(
+            [p.values.get(key, np.zeros(p.n, np.float64)) for p in parts]
+        )
+        out.kinds[key] = np.concatenate([p.kinds.get(key, np.zeros(p.n, np.uint8)) for p in parts])
+    return out
 
 
 class _NonFinite:
@@ -468,7 +570,8 @@ class _RowBuilder:
 
 def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
     builder = _RowBuilder(name)
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    raw_lines = data.split(b"\n")
+    for number, raw in enumerate(raw_lines, start=1):
         stripped = raw.strip(_JSON_WS)
         if not stripped:
             continue
@@ -503,7 +606,9 @@ def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
             )
             continue
         builder.add(number, obj)
-    return builder.build(), builder.problems
+    parsed = builder.build()
+    parsed.newlines = len(raw_lines) - 1
+    return parsed, builder.problems
 
 
 def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
@@ -540,26 +645,32 @@ def _sample_keys(body: bytes) -> list[str] | None:
     return sorted(keys)
 
 
-def _parse_fast(name: str, data: bytes) -> Parsed | None:
+def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed | None:
     """Parse with polars when the result provably equals the exact path's, else None.
 
     polars' NDJSON reader is fast but lenient in ways Harbor is not: it rejects ``null``
     lines, skips blank lines, ignores keys outside the schema, keeps the *first* of
     duplicated keys, reads ``{"a": null}`` as missing, and loses the int/float
     distinction. Each is closed here: null lines are found with numpy and overwritten
-    in a copy with ``{}`` of the same length; every ``:`` in the file must match one
+    in a copy with ``{}`` of the same length; every ``:`` in the block must match one
     non-null parsed cell (so no key, duplicate or null value went unseen); non-finite or
     huge values and anything polars rejects go to the exact path; and which cells were
     JSON integers comes from a byte-level proof (:func:`_integral_means_int`) plus json for
     the few rows it marks, or else from a second read with an Int64 schema.
+
+    ``keys_hint`` (the keys of the blocks before this one) joins the keys sampled from
+    the first lines, so a key that is rare at the start is usually in the schema anyway.
     """
     import polars as pl
 
     end = len(data)
     while end and data[end - 1] in _JSON_WS:
         end -= 1
+    trailing_newlines = data.count(b"\n", end)
     if not end:
-        return Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8))
+        return Parsed(
+            name, np.zeros(0, np.int64), np.zeros(0, np.uint8), newlines=trailing_newlines
+        )
     body = memoryview(data)[:end]
     buf = np.frombuffer(body, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
@@ -569,21 +680,22 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
     ends = np.empty_like(starts)
     ends[:-1] = newlines
     ends[-1] = len(buf)
-    if ends[-1] > 0 and data.find(b"\r", 0, end) >= 0:
+    if data.find(b"\r", 0, end) >= 0:
         ends -= buf[np.maximum(ends - 1, 0)] == 13
     lengths = ends - starts
     first = buf[np.minimum(starts, len(buf) - 1)]
     if np.any(lengths == 0) or np.any((first == 32) | (first == 9) | (first == 13)):
         return None  # blank or indented lines: the exact path numbers them
-    line_numbers = np.arange(1, len(starts) + 1, dtype=np.int64)
-    if data.find(b"\\u", 0, end) >= 0 and _SURROGATE_ESCAPE.search(body) is not None:
+    n = len(starts)
+    if data.find(b"\\", 0, end) >= 0 and _SURROGATE_ESCAPE.search(body) is not None:
         return None
-    keys = _sample_keys(bytes(body[: 1 << 16]))
-    if keys is None:
+    sampled = _sample_keys(bytes(body[: 1 << 16]))
+    if sampled is None:
         return None
+    keys = sorted(set(sampled).union(keys_hint))
     candidates = np.flatnonzero(lengths == 4)
-    null_rows = np.zeros(len(starts), dtype=np.bool_)
-    null_starts = np.zeros(0, dtype=np.int64)
+    null_rows = np.zeros(n, dtype=np.bool_)
+    payload: bytes = data
     if len(candidates):
         at = starts[candidates]
         is_null = (
@@ -593,23 +705,17 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
             & (buf[at + 3] == ord("l"))
         )
         null_rows[candidates[is_null]] = True
-        null_starts = at[is_null]
-    if len(null_starts):
-        # One copy of the file with each null line replaced by "{}  " (same length),
-        # assembled from slices of the original: no second full-size buffer.
-        view = memoryview(data)
-        pieces: list[Any] = []
-        previous = 0
-        for start in null_starts.tolist():
-            pieces.append(view[previous:start])
-            pieces.append(b"{}  ")
-            previous = start + 4
-        pieces.append(view[previous:])
-        payload = b"".join(pieces)
-        del pieces, view
-    else:
-        payload = data  # polars reads it as is; nothing to copy
-    colons = data.count(b":", 0, end)
+        at = at[is_null]
+        if len(at):
+            # A copy of the block with each null line overwritten by "{}  " (same length).
+            copy = bytearray(body)
+            out = np.frombuffer(copy, dtype=np.uint8)
+            out[at] = ord("{")
+            out[at + 1] = ord("}")
+            out[at + 2] = out[at + 3] = ord(" ")
+            payload = bytes(copy)
+            del copy, out
+    colons = int(np.count_nonzero(buf == ord(":")))
 
     def read(columns: list[str], dtype: Any, ignore_errors: bool = False) -> pl.DataFrame:
         schema = {k: dtype for k in columns} or {"\x00": pl.Float64}
@@ -624,31 +730,42 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
             # A key the sample did not show (or a duplicate, or a null value): find all keys.
             inferred = pl.read_ndjson(payload, infer_schema_length=None)
             keys = sorted(inferred.columns)
+            del inferred
             frame = read(keys, pl.Float64)
             if cells(frame) != colons:
                 return None
     except pl.exceptions.PolarsError:
         return None
-    n = len(line_numbers)
     if frame.height != n:
         return None
-    parsed = Parsed(name, line_numbers, np.full(n, EMPTY, dtype=np.uint8))
+    parsed = Parsed(
+        name,
+        np.arange(1, n + 1, dtype=np.int64),
+        np.full(n, EMPTY, dtype=np.uint8),
+        newlines=len(newlines) + trailing_newlines,
+    )
     any_present = np.zeros(n, dtype=np.bool_)
     integral_keys: list[str] = []
     for key in keys:
         column = frame.get_column(key)
-        present = column.is_not_null().to_numpy()
-        values = np.array(column.fill_null(0.0).to_numpy(), dtype=np.float64)
+        nulls = column.null_count()
+        if nulls == n and key not in sampled:
+            continue  # a key of an earlier block that this block does not have
+        present = column.is_not_null().to_numpy() if nulls else np.ones(n, dtype=np.bool_)
+        values = np.array(
+            column.fill_null(0.0).to_numpy() if nulls else column.to_numpy(), dtype=np.float64
+        )
         # >=, not >: the integers 2**53 + 1 (which the exact path rejects) and 2**53 both
         # parse to the float 2**53 here, so only the exact path can tell them apart.
         if not np.all(np.isfinite(values)) or np.any(np.abs(values) >= MAX_EXACT_INT):
             return None
-        kinds = present.astype(np.uint8) * np.uint8(FLOAT)
+        kinds = present.view(np.uint8) * np.uint8(FLOAT)
         if np.any(present & (values == np.trunc(values))):
             integral_keys.append(key)
         parsed.values[key] = values
         parsed.kinds[key] = kinds
         any_present |= present
+    del frame
     if integral_keys:
         by_value, max_fraction, marked = _integral_means_int(buf)
         largest = max(float(np.abs(parsed.values[k]).max()) for k in integral_keys)
@@ -661,8 +778,7 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
                 values = parsed.values[key]
                 is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
                 is_int[rows] = False
-                parsed.kinds[key][is_int] = INT
-                values[is_int] += 0.0  # JSON -0 is the int 0
+                _mark_int(parsed.kinds[key], values, is_int)
             for row in rows.tolist():
                 obj = json.loads(bytes(body[int(starts[row]) : int(ends[row])]))
                 for key, value in obj.items():
@@ -679,11 +795,18 @@ def _parse_fast(name: str, data: bytes) -> Parsed | None:
             return None
         for key in integral_keys:
             is_int = ints.get_column(key).is_not_null().to_numpy()
-            parsed.kinds[key][is_int] = INT
-            parsed.values[key][is_int] += 0.0  # JSON -0 is the int 0
+            _mark_int(parsed.kinds[key], parsed.values[key], is_int)
     parsed.status[any_present] = OK
     parsed.status[null_rows] = NULL
     return parsed
+
+
+def _mark_int(
+    kinds: npt.NDArray[np.uint8], values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]
+) -> None:
+    """Mark cells as JSON integers (they were FLOAT): one pass each, no fancy indexing."""
+    kinds -= is_int.view(np.uint8) * np.uint8(FLOAT - INT)
+    np.add(values, 0.0, out=values, where=is_int)  # JSON -0 is the int 0
 
 
 def _integral_means_int(
@@ -702,18 +825,17 @@ def _integral_means_int(
     answer. The buffer is scanned in blocks so the temporaries stay a few MB.
     """
     n = len(buf)
-    block = 1 << 22
+    block = 1 << 20  # cache-sized pieces: the same scans run ~3x faster than on 8 MB
     longest = 0
     marked: list[npt.NDArray[np.int64]] = []
     none = np.zeros(0, dtype=np.int64)
     for lo in range(0, n, block):
         hi = min(lo + block, n)
         chunk = buf[lo:hi]
-        e = np.flatnonzero((chunk == ord("e")) | (chunk == ord("E"))) + lo
-        if e.size:
-            before = buf[np.maximum(e - 1, 0)]
-            if np.any((before >= ord("0")) & (before <= ord("9"))):
-                return False, 0, none
+        # a digit followed by e or E (| 32 folds "E" onto "e"); the pair may straddle pieces
+        pair = buf[lo : hi + 1]
+        if np.any(((pair[1:] | 32) == ord("e")) & ((pair[:-1] - ord("0")) < 10)):
+            return False, 0, none
         dots = np.flatnonzero(chunk == ord(".")) + lo
         if dots.size == 0:
             continue
@@ -755,30 +877,39 @@ def _raise_message(problems: list[Problem]) -> str:
 
 
 def _merge(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
+    """One array per column from the parsed parts, *consuming* them: each part's arrays
+    are dropped as soon as they are copied, so the merge needs one column's worth of
+    memory on top of the parts, not a second copy of everything."""
     keys = sorted({k for p in parts for k in p.values})
-    n = sum(p.n for p in parts)
-    sources = [p.source for p in parts]
-    unique_sources = list(dict.fromkeys(sources))
-    source_codes = (
-        np.concatenate(
-            [np.full(p.n, unique_sources.index(p.source), dtype=np.int32) for p in parts]
-        )
-        if parts
-        else np.zeros(0, np.int32)
-    )
-    lines = np.concatenate([p.lines for p in parts]) if parts else np.zeros(0, np.int64)
-    status = np.concatenate([p.status for p in parts]) if parts else np.zeros(0, np.uint8)
+    sizes = [p.n for p in parts]
+    n = sum(sizes)
+    unique_sources = list(dict.fromkeys(p.source for p in parts))
+    source_codes = np.empty(n, dtype=np.int8 if len(unique_sources) < 128 else np.int32)
+    at = 0
+    for p, size in zip(parts, sizes, strict=True):
+        source_codes[at : at + size] = unique_sources.index(p.source)
+        at += size
+
+    def take(pieces: list[Any], dtype: Any) -> Any:
+        if len(pieces) == 1:
+            return pieces[0]
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype)
+
+    lines = take([p.lines for p in parts], np.int64)
+    status = take([p.status for p in parts], np.uint8)
+    for p in parts:
+        p.lines, p.status = np.zeros(0, np.int64), np.zeros(0, np.uint8)
     values: dict[str, npt.NDArray[np.float64]] = {}
     kinds: dict[str, npt.NDArray[np.uint8]] = {}
     for key in keys:
-        if len(parts) == 1:
-            values[key] = parts[0].values[key]
-            kinds[key] = parts[0].kinds[key]
-        else:
-            values[key] = np.concatenate(
-                [p.values.get(key, np.zeros(p.n, np.float64)) for p in parts]
-            )
-            kinds[key] = np.concatenate([p.kinds.get(key, np.zeros(p.n, np.uint8)) for p in parts])
+        values[key] = take(
+            [_pop(p.values, key, size, np.float64) for p, size in zip(parts, sizes, strict=True)],
+            np.float64,
+        )
+        kinds[key] = take(
+            [_pop(p.kinds, key, size, np.uint8) for p, size in zip(parts, sizes, strict=True)],
+            np.uint8,
+        )
     assert len(lines) == n
     return keys, {
         "sources": unique_sources,
@@ -788,6 +919,12 @@ def _merge(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
         "values": values,
         "kinds": kinds,
     }
+
+
+def _pop(columns: dict[str, Any], key: str, size: int, dtype: Any) -> Any:
+    """A part's column, removed from the part; zeros (missing) where it lacks the key."""
+    column = columns.pop(key, None)
+    return np.zeros(size, dtype) if column is None else column
 
 
 def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
@@ -808,8 +945,8 @@ def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
 
 def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
     """Turn parsed sources into one DataFrame of the chosen backend."""
+    _check_names(sorted({k for p in parts for k in p.values}), parts)
     keys, cols = _merge(parts)
-    _check_names(keys, parts)
     if backend == "polars":
         return _to_polars(keys, cols)
     return _to_pandas(keys, cols)
@@ -839,8 +976,9 @@ def _to_pandas(keys: list[str], cols: dict[str, Any]) -> pd.DataFrame:
 def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Series:
     import polars as pl
 
-    return pl.Series(codes.astype(np.uint32, copy=False)).replace_strict(
-        list(range(len(categories))), list(categories), return_dtype=pl.Enum(categories)
+    # gather on the categories themselves: the codes become the Enum's physical values
+    return pl.Series(list(categories), dtype=pl.Enum(categories)).gather(
+        codes.astype(np.uint32, copy=False)
     )
 
 

@@ -19,9 +19,7 @@ the piece size.
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,6 +39,7 @@ from metrickit.rewards import (
     _parse_slow,
     _polars_enum,
     _raise_message,
+    iter_blocks,
     parse_bytes,
 )
 
@@ -257,37 +256,10 @@ def _check_known_keys(parsed: Parsed, keys: list[str]) -> None:
 
 def iter_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
     """``(piece, newlines before it, is first piece)`` for a file, cut after a newline."""
-    try:
-        fh = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
-    except FileNotFoundError:
-        raise RewardFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise RewardFileError(f"{path}: is a directory; pass a reward .jsonl file") from None
     offset = 0
-    first = True
-    carry = b""
-    try:
-        with fh:
-            while True:
-                try:
-                    block = fh.read(chunk_bytes)
-                except (OSError, EOFError, zlib.error) as exc:
-                    raise RewardFileError(f"{path}: not a readable gzip file ({exc})") from None
-                if not block:
-                    break
-                buf = carry + block if carry else block
-                cut = buf.rfind(b"\n")
-                if cut < 0:  # one line longer than a chunk: keep reading
-                    carry = buf
-                    continue
-                piece, carry = buf[: cut + 1], buf[cut + 1 :]
-                yield piece, offset, first
-                offset += piece.count(b"\n")
-                first = False
-    finally:
-        fh.close()
-    if carry:
-        yield carry, offset, first
+    for index, piece in enumerate(iter_blocks(path, chunk_bytes)):
+        yield piece, offset, index == 0
+        offset += piece.count(b"\n")
 
 
 def parse_piece(name: str, data: bytes, *, first: bool) -> tuple[Parsed, list[Problem]]:

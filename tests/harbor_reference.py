@@ -65,3 +65,23 @@ def harbor_aggregate(rewards, metric="mean"):
         "max": max,
     }
     return aggregate_reward_dicts(rewards, metric, fns[metric])
+
+
+def large_case(seed: int, n: int, style: str) -> list[int | float]:
+    """A long reward column made with Python's own ``random`` (its stream is stable
+    across versions), so a golden sum computed by Python 3.12 stays valid."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[int | float] = []
+    for _ in range(n):
+        u = rng.random()
+        if style == "rewards":  # 0/1 ints, four-decimal floats, zero fills
+            out.append(rng.randint(0, 1) if u < 0.3 else 0 if u < 0.4 else round(rng.random(), 4))
+        elif style == "wide":  # magnitudes from 1e-3 to 1e16, both signs, some ints
+            out.append(
+                rng.randint(-5, 5) if u < 0.2 else rng.gauss(0, 1) * 10.0 ** rng.randint(-3, 16)
+            )
+        else:  # "cancel": huge values that cancel, small ones in between
+            out.append(rng.choice([1e16, -1e16, 1.0, 1, 0.1, -0.1, 3e-17]))
+    return out

@@ -127,3 +127,61 @@ def test_against_live_python312():
     ).stdout
     for row, expected in zip(cases, json.loads(out), strict=True):
         assert repr(harbor_sum(*_arrays(row))) == expected
+
+
+GOLDEN_LARGE = json.loads(
+    (Path(__file__).parent / "data" / "harbor_sum_golden_large.json").read_text()
+)
+
+
+@pytest.mark.parametrize("case", GOLDEN_LARGE["cases"], ids=lambda c: f"{c['style']}-{c['n']}")
+def test_long_columns_match_python312_golden(case):
+    # Long enough to run through many of phase 3's cache-sized pieces and through the
+    # order-independence proof for the compensation (or its fallback).
+    from harbor_reference import large_case
+
+    values = large_case(case["seed"], case["n"], case["style"])
+    assert repr(harbor_sum(*_arrays(values))) == case["sum"]
+    assert repr(harbor_sum_py(values)) == case["sum"]
+
+
+@pytest.mark.parametrize("style", ["rewards", "wide", "cancel"])
+@pytest.mark.parametrize("seed", range(4))
+def test_proven_shortcut_equals_cpython_order(style, seed, monkeypatch):
+    # harbor_sum first sums the compensation in numpy's order and keeps it only when an
+    # error bound proves CPython's order gives the same bits; else it redoes it in
+    # CPython's order. Both must equal the reference, and on reward-like data the
+    # shortcut must actually be taken (or it would be dead code).
+    from harbor_reference import large_case
+
+    import metrickit._harbor_math as hm
+
+    values = large_case(100 + seed, 40_000 + 7_919 * seed, style)
+    v, i = _arrays(values)
+    expected = repr(harbor_sum_py(values))
+    settled = []
+    original = hm._settle
+
+    def spy(*args):
+        result = original(*args)
+        settled.append(result is not None)
+        return result
+
+    monkeypatch.setattr(hm, "_settle", spy)
+    assert repr(harbor_sum(v, i)) == expected
+    monkeypatch.setattr(hm, "_settle", lambda *args: None)  # always CPython's order
+    assert repr(harbor_sum(v, i)) == expected
+    if style == "rewards":
+        assert settled == [True]
+
+
+def test_settle_refuses_when_the_order_could_matter():
+    # running + c sits on a rounding tie: any uncertainty in c must send it back.
+    running = 1.0
+    half_ulp = 2.0**-53
+    from metrickit._harbor_math import _settle
+
+    assert _settle(running, half_ulp, 1e-20, 10) is None
+    assert _settle(running, 0.25, 1e-30, 10) == 1.25
+    assert _settle(0.0, 0.25, 0.0, 10) is None  # zero running sums keep their sign rules
+    assert _settle(running, math.nan, 1.0, 10) is None

@@ -301,3 +301,83 @@ def test_many_integral_float_tokens_fall_back_to_a_second_read(tmp_path):
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
     assert set(fast.kinds["a"].tolist()) == {R.FLOAT}
     assert set(fast.kinds["b"].tolist()) == {R.INT}
+
+
+# --- block-wise parsing ------------------------------------------------------------------
+
+
+def _exact(text: str, *, bad_lines: int = 0):
+    """The frame the line-by-line path alone gives (the reference for the block path)."""
+    from metrickit.rewards import to_frame
+
+    parsed, problems = _parse_slow("<text>", text.encode())
+    assert len(problems) == bad_lines
+    return to_frame([parsed])
+
+
+@given(st.lists(row, max_size=60), st.integers(0, 1), st.integers(8, 200))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_block_size_gives_the_exact_frame(rows, style, block):
+    # Files are parsed in blocks cut at newlines; whatever the cut points, the frame
+    # (line numbers, statuses, keys that first appear in a later block, kinds) is the
+    # one the line-by-line path gives for the whole text.
+    from metrickit import rewards as R
+
+    text = _dump(rows, style)
+    old = R.BLOCK_BYTES
+    R.BLOCK_BYTES = block
+    try:
+        got = mk.read_rewards(text)
+    finally:
+        R.BLOCK_BYTES = old
+    pd.testing.assert_frame_equal(got, _exact(text))
+
+
+def test_blocks_number_lines_across_cuts_and_report_absolute_lines(tmp_path, monkeypatch):
+    from metrickit import rewards as R
+
+    monkeypatch.setattr(R, "BLOCK_BYTES", 64)
+    lines = [json.dumps({"a": i % 2}) for i in range(40)]
+    lines[5] = ""  # a blank line in an early block still counts for numbering
+    lines[31] = json.dumps({"a": 0.5, "late": 1})  # a key first seen in a late block
+    lines[33] = '{"a": "x"}'  # a bad value far from the start
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(mk.RewardFileError, match=r"r\.jsonl:34: value of 'a' is 'x'"):
+        mk.read_rewards(path)
+    df, problems = mk.read_rewards(path, errors="report")
+    assert [p.line for p in problems] == [34]
+    assert len(df) == 39 and df["_line"].tolist() == [*range(1, 6), *range(7, 41)]
+    assert df.loc[df["_line"] == 32, "late"].tolist() == [1.0]
+    assert (df.loc[df["_line"] != 32, "_kind_late"] == "missing").all()
+    pd.testing.assert_frame_equal(
+        df.drop(columns="_source"),
+        _exact(path.read_text(), bad_lines=1).drop(columns="_source"),
+        check_dtype=False,
+    )
+
+
+def test_iter_blocks_cuts_after_newlines_and_keeps_long_lines_whole(tmp_path):
+    from metrickit.rewards import iter_blocks
+
+    long_line = json.dumps({f"k{i}": i for i in range(200)})  # longer than a block
+    text = "\n".join([long_line, '{"a": 1}', "null", long_line, '{"a": 0.5}'])
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    blocks = list(iter_blocks(path, 100))
+    assert b"".join(blocks) == text.encode()
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert b"".join(iter_blocks(gz, 7)) == text.encode()
+
+
+def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
+    from metrickit import rewards as R
+
+    monkeypatch.setattr(R, "BLOCK_BYTES", 16)
+    text = "\ufeff" + '{"a": 1}\n{"a": 2}\n{"a": 3}\n'
+    assert mk.read_rewards(text.encode())["a"].tolist() == [1.0, 2.0, 3.0]
+    inner = '{"a": 1}\n{"a": 2}\n' + "\ufeff" + '{"a": 3}\n'
+    with pytest.raises(mk.RewardFileError, match=r":3: "):
+        mk.read_rewards(inner.encode())
