@@ -177,10 +177,10 @@ def harbor_sum(values: FloatArray, is_int: BoolArray) -> int | float:
         # Fast exact case: every value integral and every partial sum exact, so no
         # step rounds and the compensation stays 0.
         if (
-            abs(first) < _EXACT
-            and float(np.abs(rest).sum()) + abs(first) < _EXACT
+            abs(first) < _EXACT  # cheap scalar tests first: most float columns stop here
             and first == math.trunc(first)
             and bool(np.all(rest == np.trunc(rest)))
+            and float(np.abs(rest).sum()) + abs(first) < _EXACT
         ):
             return float(first + rest.sum())
         running, c, magnitude = _phase3(rest, rest_int, first, None)

@@ -1,0 +1,110 @@
+"""read_harbor_job on two cores: the second reader process and what happens when it fails."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from harbor_jobs_helpers import write_trial
+
+import metrickit as mk
+from metrickit import _harbor_worker as worker
+from metrickit import harbor
+
+
+def _job(root: Path, n: int = 60) -> Path:
+    job = root / "2025-01-01__00-00-00"
+    for i in range(n):
+        started = f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+        if i % 17 == 5:
+            (job / f"t{i:03d}").mkdir(parents=True)  # running: no result.json yet
+        elif i % 13 == 7:
+            write_trial(job, f"t{i:03d}", task=f"task{i % 9}", rewards=None, started=started)
+        else:
+            rewards = {"correctness": i % 2, "style": (i % 5) / 4}
+            write_trial(job, f"t{i:03d}", task=f"task{i % 9}", rewards=rewards, started=started)
+    (job / "t999").mkdir()
+    (job / "t999" / "result.json").write_text('{"truncated": ')  # a bad trial file
+    return job
+
+
+def test_two_processes_give_the_same_frame_and_problems(tmp_path, monkeypatch):
+    job = _job(tmp_path)
+    monkeypatch.setattr(harbor, "_SHARED_CHUNK", 4)
+    one, problems_one = mk.read_harbor_job(job, errors="report", workers=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the worker must not fail here
+        two, problems_two = mk.read_harbor_job(job, errors="report", workers=2, progress=False)
+    pd.testing.assert_frame_equal(one, two)
+    assert [str(p) for p in problems_one] == [str(p) for p in problems_two]
+    assert len(problems_one) == 1 and "t999" in str(problems_one[0])
+
+
+def test_the_worker_really_reads_chunks(tmp_path):
+    # The caller's first chunk waits until the worker has delivered one, so the worker's
+    # share is exercised whatever the machine's speed; then every chunk must be there,
+    # in order, each read exactly as this process would read it.
+    job = _job(tmp_path, n=40)
+    folders = sorted(p for p in job.iterdir() if p.is_dir())
+    chunks = [folders[i : i + 3] for i in range(0, len(folders), 3)]
+    helper = worker.start()
+    assert helper is not None
+    mine: list[int] = []
+    progress: list[int] = []
+
+    def read_chunk(chunk: list[Path]) -> list[object]:
+        deadline = time.monotonic() + 120
+        while worker._get(helper.control, worker._DONE) == 0:
+            assert time.monotonic() < deadline, "the worker delivered nothing in 120 s"
+            time.sleep(0.01)
+        mine.append(len(chunk))
+        return [harbor._read_trial(f) for f in chunk]
+
+    parts = worker.read_shared(chunks, read_chunk, progress.append, helper)
+    assert len(mine) < len(chunks)  # the worker delivered the others
+    assert [[t.folder for t in part] for part in parts] == chunks
+    expected = [[harbor._read_trial(f) for f in chunk] for chunk in chunks]
+    assert [[(t.row, t.rewards, t.status) for t in part] for part in parts] == [
+        [(t.row, t.rewards, t.status) for t in part] for part in expected
+    ]
+    assert sum(progress) == len(folders)
+    assert not helper.directory.exists()  # the shared folder is cleaned up
+
+
+def test_a_crashing_worker_costs_speed_not_results(tmp_path, monkeypatch):
+    job = _job(tmp_path, n=30)
+    monkeypatch.setattr(harbor, "_SHARED_CHUNK", 2)
+    crash = [sys.executable, "-c", "import sys; sys.exit('worker broke')"]
+    monkeypatch.setattr(worker, "_command", lambda directory: crash)
+    expected = mk.read_harbor_job(job, errors="report", workers=1, progress=False)[0]
+    read = harbor._read_trial
+
+    def slow_read(folder):  # so the worker has crashed before this process is done
+        time.sleep(0.05)
+        return read(folder)
+
+    monkeypatch.setattr(harbor, "_read_trial", slow_read)
+    with pytest.warns(RuntimeWarning, match="second reader process failed.*worker broke"):
+        got = mk.read_harbor_job(job, errors="report", workers=2, progress=False)[0]
+    pd.testing.assert_frame_equal(expected, got)
+
+
+def test_a_worker_that_never_starts_is_stopped_without_waiting(tmp_path, monkeypatch):
+    job = _job(tmp_path, n=20)
+    hang = [sys.executable, "-c", "import time; time.sleep(600)"]
+    monkeypatch.setattr(worker, "_command", lambda directory: hang)
+    expected = mk.read_harbor_job(job, errors="report", workers=1, progress=False)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mk.read_harbor_job(job, errors="report", workers=2, progress=False)[0]
+    pd.testing.assert_frame_equal(expected, got)
+
+
+def test_workers_argument_is_checked(tmp_path):
+    job = _job(tmp_path, n=3)
+    with pytest.raises(ValueError, match="workers=3"):
+        mk.read_harbor_job(job, workers=3)
