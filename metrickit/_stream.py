@@ -23,7 +23,15 @@ from metrickit._harbor_math import HarborAccumulator
 from metrickit.errors import AggregationError
 from metrickit.rewards import INT, KIND_PREFIX, MISSING, Parsed
 
-__all__ = ["aggregate_lazy", "is_dask", "is_lazy", "materialize"]
+__all__ = [
+    "aggregate_lazy",
+    "eager_batches",
+    "empty_like",
+    "is_dask",
+    "is_lazy",
+    "lazy_reward_keys",
+    "materialize",
+]
 
 Number = int | float
 # (key -> (values, is_int, present)), row count
@@ -146,11 +154,51 @@ def _polars_batches(frame: Any) -> Iterator[Any]:
     yield from frame.collect_batches(maintain_order=True)
 
 
+def eager_batches(frame: Any) -> Iterator[Any]:
+    """The rows of a lazy or Dask frame as eager frames, in row order, one at a time."""
+    import narwhals as nw
+
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.to_native()
+    if is_dask(frame):
+        from metrickit._dask import iter_partitions
+
+        yield from iter_partitions(frame, columns=list(frame.columns))
+        return
+    yield from _polars_batches(frame)
+
+
+def empty_like(frame: Any) -> Any:
+    """An eager frame with the lazy frame's columns and no rows."""
+    import narwhals as nw
+
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.to_native()
+    if is_dask(frame):
+        return frame._meta
+    return frame.clear().collect()
+
+
+def lazy_reward_keys(frame: Any) -> list[str]:
+    """The reward keys of a lazy or Dask frame, from its schema."""
+    import narwhals as nw
+
+    from metrickit.rewards import reward_keys
+
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.to_native()
+    if is_dask(frame):
+        names = [str(c) for c in frame.columns]
+        return [c for c in names if KIND_PREFIX + c in names] or [
+            c for c, dt in frame.dtypes.items() if not str(c).startswith("_") and dt.kind in "iuf"
+        ]
+    return reward_keys(frame)
+
+
 def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], list[str] | None]:
     """Pieces in row order, and the key order of the result (None: sorted)."""
     import narwhals as nw
 
-    from metrickit.rewards import reward_keys
     from metrickit.scan import SCAN_ATTRIBUTE
 
     if isinstance(frame, nw.LazyFrame):
@@ -158,14 +206,11 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
     spec = getattr(frame, SCAN_ATTRIBUTE, None)
     if spec is not None and (by is None or _is_source(by)):
         return _scan_pieces(spec, by is not None), None
+    order = lazy_reward_keys(frame)
     if is_dask(frame):  # plain column names: no narwhals round trip for Dask
         names = [str(c) for c in frame.columns]
-        order = [c for c in names if KIND_PREFIX + c in names] or [
-            c for c, dt in frame.dtypes.items() if not str(c).startswith("_") and dt.kind in "iuf"
-        ]
     else:
         names = nw.from_native(frame).collect_schema().names()
-        order = reward_keys(frame)
     if by is not None:
         by_cols = [by] if isinstance(by, str) else list(by)
         missing = [c for c in by_cols if c not in names]

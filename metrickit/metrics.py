@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +31,10 @@ import numpy.typing as npt
 
 from metrickit.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
 from metrickit.errors import MetricError
+
+# While a lazy frame streams batch by batch, the reward keys are the whole frame's (from
+# its schema), not those that happen to occur in one batch.
+_FIXED_KEYS: ContextVar[list[str] | None] = ContextVar("metrickit_fixed_keys", default=None)
 
 __all__ = [
     "Comparison",
@@ -93,6 +98,8 @@ REDUCERS: dict[str, Reducer] = {
     "max": _max,
     "median": _median,
 }
+# Reducers a lazy frame can feed batch by batch.
+_STREAMED = (_mean, _sum, _min, _max)
 
 
 def _check_result(name: str, result: Any) -> float | dict[str, float]:
@@ -162,7 +169,32 @@ class Metric:
         return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
     def compute(self, frame: Any) -> float | dict[str, float]:
-        """The metric's value on ``frame``: a number, or a dict of named numbers."""
+        """The metric's value on ``frame``: a number, or a dict of named numbers.
+
+        A lazy frame (``scan_rewards``, a polars LazyFrame, a Dask DataFrame) streams:
+        Harbor's metrics exactly, per-row metrics reduced by mean/sum/min/max batch by
+        batch (equal to the eager value to ~1e-15 relative: the sum's order differs);
+        other metrics see the collected frame.
+        """
+        from metrickit._stream import is_lazy
+
+        if (
+            is_lazy(frame)
+            and self.exact is None
+            and self.values is not None
+            and self.reduce in _STREAMED
+        ):
+            try:
+                result: Any = _stream_values(self, frame)
+                if isinstance(result, Mapping) and len(result) == 1:
+                    result = next(iter(result.values()))
+            except MetricError:
+                raise
+            except Exception as exc:
+                raise MetricError(
+                    f"metric {self.name!r} raised {type(exc).__name__}: {exc}"
+                ) from exc
+            return _check_result(self.name, result)
         nf = _nw(frame, lazy_ok=self.exact is not None)
         try:
             if self.exact is not None:
@@ -183,6 +215,57 @@ class Metric:
 
     def __call__(self, frame: Any) -> float | dict[str, float]:
         return self.compute(frame)
+
+
+class _Running:
+    """mean/sum/min/max of one output, fed batch by batch."""
+
+    def __init__(self) -> None:
+        self.sums: list[float] = []
+        self.n = 0
+        self.low = math.inf
+        self.high = -math.inf
+
+    def add(self, values: Array) -> None:
+        if values.size:
+            self.sums.append(float(np.sum(values)))  # pairwise within the batch
+            self.low = min(self.low, float(values.min()))
+            self.high = max(self.high, float(values.max()))
+            self.n += values.size
+
+    def result(self, reduce: Reducer) -> float:
+        if reduce is _min or reduce is _max:
+            if not self.n:
+                raise ValueError("zero-size array to reduction operation (no rows)")
+            return self.low if reduce is _min else self.high
+        total = math.fsum(self.sums)  # the batch sums, added without further rounding
+        if reduce is _sum:
+            return total
+        return total / self.n if self.n else 0.0
+
+
+def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
+    """A per-row metric reduced batch by batch: only one batch of rows in memory."""
+    from metrickit._stream import eager_batches, lazy_reward_keys
+
+    states: dict[str, _Running] = {}
+    token = _FIXED_KEYS.set(lazy_reward_keys(frame))
+    try:
+        for batch in eager_batches(frame):
+            for name, values in metric.per_row(batch).items():
+                states.setdefault(name, _Running()).add(values)
+    finally:
+        _FIXED_KEYS.reset(token)
+    if not states:  # no batch at all: the per-row names come from an empty frame
+        from metrickit._stream import empty_like
+
+        token = _FIXED_KEYS.set(lazy_reward_keys(frame))
+        try:
+            names = list(metric.per_row(empty_like(frame)))
+        finally:
+            _FIXED_KEYS.reset(token)
+        states = {name: _Running() for name in names}
+    return {name: state.result(metric.reduce) for name, state in states.items()}
 
 
 def _expr_values(name: str, expr: Any) -> Callable[[Any], dict[str, Array]]:
@@ -255,7 +338,8 @@ def metric(
 
 
 def _keys_or(nf: Any, key: str | None) -> list[str]:
-    keys, *_ = reward_arrays(nf.to_native())
+    keys, *_ = reward_arrays(nf.to_native())  # also refuses invalid rows
+    keys = _FIXED_KEYS.get() or keys
     if key is not None:
         if key not in nf.columns:
             raise MetricError(f"reward key {key!r} is not a column; reward keys are {keys}")
@@ -353,6 +437,7 @@ def filled_count(*, key: str | None = None, name: str = "filled") -> Metric:
 
     def values(nf: Any) -> dict[str, Array]:
         keys, _, _, present = reward_arrays(nf.to_native())
+        keys = _FIXED_KEYS.get() or keys
         if key is not None:
             keys = [key]
         if not keys:

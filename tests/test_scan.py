@@ -288,3 +288,83 @@ def test_read_rewards_many_files_keeps_source_and_lines(tmp_path: Path) -> None:
     assert df["_source"].astype(str).tolist() == [str(a), str(a), str(b)]
     assert df["_line"].tolist() == [1, 2, 1]
     assert df.equals(mk.read_rewards(str(tmp_path / "*.jsonl")))
+
+
+@pytest.fixture
+def rewardish(tmp_path: Path) -> Path:
+    """Reward-like values over many batches, nulls, and a key that first appears late."""
+    rng = np.random.default_rng(3)
+    lines = []
+    for i in range(3000):
+        if i % 11 == 4:
+            lines.append("null")
+            continue
+        row = {"correctness": int(rng.integers(0, 2)), "style": round(float(rng.random()), 4)}
+        if i > 2000 and i % 3:
+            row["late"] = round(float(rng.random()), 3)
+        lines.append(json.dumps(row))
+    return _write(tmp_path / "rewardish.jsonl", lines)
+
+
+def _builtin_metrics() -> list[mk.Metric]:
+    import narwhals as nw
+
+    return [
+        mk.pass_rate(0.5),
+        mk.pass_rate(1.0, key="correctness"),
+        mk.weighted({"correctness": 2, "style": 1, "late": 1}),
+        mk.filled_count(),
+        mk.filled_count(key="late"),
+        mk.metric("good_style", nw.col("style") > 0.3),
+        mk.metric("style_sum", "style", agg="sum"),
+        mk.metric("late_max", "late", agg="max"),
+        mk.metric("style_min", nw.col("style") * 2, agg="min"),
+        mk.quantile(0.5),  # a median: not streamable, the frame is collected
+    ]
+
+
+@pytest.mark.parametrize("chunk_bytes", [4096, 1 << 20])
+def test_builtin_metrics_of_a_scan_equal_the_eager_ones(rewardish, chunk_bytes, monkeypatch):
+    eager = mk.read_rewards(rewardish)
+    scan = mk.scan_rewards(rewardish, chunk_bytes=chunk_bytes)
+    for m in _builtin_metrics():
+        expected, got = m(eager), m(scan)
+        if isinstance(expected, dict):
+            assert list(got) == list(expected), m.name
+            pairs = [(got[k], expected[k]) for k in expected]
+        else:
+            pairs = [(got, expected)]
+        for g, e in pairs:
+            assert g == pytest.approx(e, rel=1e-12, abs=1e-12), m.name
+
+
+def test_streamed_metrics_never_collect_the_frame(rewardish, monkeypatch):
+    # Per-row metrics with mean/sum/min/max go batch by batch: a collect of the whole
+    # frame would fail here. (The median of quantile(0.5) needs every row: it collects.)
+    import metrickit._stream as stream
+
+    eager = mk.read_rewards(rewardish)
+    streamed = _builtin_metrics()[:-1]
+    expected = [m(eager) for m in streamed]
+
+    def refuse(frame):
+        raise AssertionError("the whole frame was collected")
+
+    monkeypatch.setattr(stream, "materialize", refuse)
+    scan = mk.scan_rewards(rewardish, chunk_bytes=4096)
+    for m, e in zip(streamed, expected, strict=True):
+        assert m(scan) == pytest.approx(e, rel=1e-12), m.name
+    assert mk.aggregate(scan, mk.pass_rate(0.5)) == {"pass_rate@0.5": pytest.approx(expected[0])}
+    with pytest.raises(AssertionError, match="collected"):
+        mk.quantile(0.5)(scan)
+
+
+def test_streamed_metrics_of_an_empty_scan(tmp_path):
+    empty = _write(tmp_path / "empty.jsonl", ["null", "{}"])
+    scan, eager = mk.scan_rewards(empty), mk.read_rewards(empty)
+    for m in (mk.pass_rate(0.5), mk.filled_count(), mk.weighted({"a": 1})):
+        if m.name == "weighted":
+            with pytest.raises(mk.MetricError, match="'a' is not a column"):
+                m(scan)
+            continue
+        assert m(scan) == m(eager), m.name
