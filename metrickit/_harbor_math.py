@@ -25,12 +25,24 @@ second sequential ``cumsum`` follow.
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
+from collections.abc import Generator
+from concurrent.futures import Executor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["HarborAccumulator", "harbor_max", "harbor_mean", "harbor_min", "harbor_sum"]
+__all__ = [
+    "HarborAccumulator",
+    "harbor_max",
+    "harbor_mean",
+    "harbor_min",
+    "harbor_sum",
+    "harbor_sums",
+]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -152,12 +164,11 @@ def _settle(running: float, c: float, magnitude: float, count: int) -> float | N
     return result if result == running + high else None
 
 
-def harbor_sum(values: FloatArray, is_int: BoolArray) -> int | float:
-    """``sum(list)`` as CPython 3.12/3.13 computes it, for the described list.
-
-    ``values[i]`` is the cell's value; ``is_int[i]`` says whether Harbor holds it as a
-    Python ``int`` (JSON integers, zero fills) rather than a ``float``.
-    """
+def _sum_steps(
+    values: FloatArray, is_int: BoolArray, pieces: int = 1
+) -> Generator[None, None, int | float]:
+    """:func:`harbor_sum` as a generator that pauses before each of ``pieces`` parts of
+    phase 3, so :func:`harbor_sums` can interleave several columns on a thread pool."""
     values = np.asarray(values, dtype=np.float64)
     is_int = np.asarray(is_int, dtype=np.bool_)
     n = values.size
@@ -183,14 +194,78 @@ def harbor_sum(values: FloatArray, is_int: BoolArray) -> int | float:
             and float(np.abs(rest).sum()) + abs(first) < _EXACT
         ):
             return float(first + rest.sum())
-        running, c, magnitude = _phase3(rest, rest_int, first, None)
-        settled = _settle(running, c, magnitude, rest.size)
-        if settled is not None:
-            return settled
+    running, c, magnitude = first, 0.0, 0.0
+    bounds = np.linspace(0, rest.size, max(pieces, 1) + 1).astype(np.int64).tolist()
+    for lo, hi in itertools.pairwise(bounds):
+        yield
+        with np.errstate(over="ignore", invalid="ignore"):
+            running, dc, dm = _phase3(rest[lo:hi], rest_int[lo:hi], running, None)
+        c += dc  # the pieces' error sums, added in one more order: still within the bound
+        magnitude += dm
+    settled = _settle(running, c, magnitude, rest.size)
+    if settled is not None:
+        return settled
+    with np.errstate(over="ignore", invalid="ignore"):
         running, c, _ = _phase3(rest, rest_int, first, 0.0)
     if c != 0.0 and math.isfinite(c):
         running += c
     return running
+
+
+def _finish(steps: Generator[None, None, int | float]) -> int | float:
+    """Run a :func:`_sum_steps` generator to its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def harbor_sum(values: FloatArray, is_int: BoolArray) -> int | float:
+    """``sum(list)`` as CPython 3.12/3.13 computes it, for the described list.
+
+    ``values[i]`` is the cell's value; ``is_int[i]`` says whether Harbor holds it as a
+    Python ``int`` (JSON integers, zero fills) rather than a ``float``.
+    """
+    return _finish(_sum_steps(values, is_int))
+
+
+def harbor_sums(
+    columns: list[tuple[FloatArray, BoolArray]], pool: Executor, pieces: int = 2
+) -> list[int | float]:
+    """:func:`harbor_sum` of several columns on a thread pool, bit for bit the same.
+
+    Each column's sum is sequential, so a column is one chain of steps; splitting each
+    chain into ``pieces`` and queueing the next piece behind the other columns' keeps
+    every thread busy (three columns on two threads: 1.5 column-times, not 2).
+    """
+    results: list[Any] = [None] * len(columns)
+    errors: list[BaseException] = []
+    remaining = [len(columns)]
+    done = threading.Condition()
+    steps = [_sum_steps(v, i, pieces) for v, i in columns]
+
+    def advance(j: int) -> None:
+        try:
+            next(steps[j])
+        except StopIteration as finished:
+            results[j] = finished.value
+        except BaseException as exc:
+            errors.append(exc)
+        else:
+            pool.submit(advance, j)
+            return
+        with done:
+            remaining[0] -= 1
+            done.notify_all()
+
+    for j in range(len(columns)):
+        pool.submit(advance, j)
+    with done:
+        done.wait_for(lambda: remaining[0] == 0)
+    if errors:
+        raise errors[0]
+    return results
 
 
 def harbor_mean(values: FloatArray, is_int: BoolArray) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
+from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum, harbor_sums
 from metrickit._stream import aggregate_lazy, is_lazy
 from metrickit.errors import AggregationError
 from metrickit.rewards import (
@@ -41,6 +42,7 @@ __all__ = ["HARBOR_METRICS", "aggregate", "reward_arrays"]
 Number = int | float
 # Below this many rows a thread pool costs more than it saves.
 _THREADED_ROWS = 100_000
+_POOL_PREFIX = "metrickit-aggregate"
 _Agg = Callable[[npt.NDArray[np.float64], npt.NDArray[np.bool_]], Number]
 
 
@@ -116,7 +118,7 @@ def reward_arrays(
         if kind_name in columns:
             codes = _kind_codes(nf.get_column(kind_name))
             present[key] = codes != MISSING
-            is_int[key] = (codes == INT) | (codes == MISSING)
+            is_int[key] = codes <= INT  # MISSING (0) and INT (1): Harbor holds an int
             values[key] = column.to_numpy().astype(np.float64, copy=False)
         else:
             nulls = column.is_null().to_numpy()
@@ -184,7 +186,7 @@ def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     """One pool for the process: starting threads per call would cost more than a key."""
-    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="metrickit-aggregate")
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix=_POOL_PREFIX)
 
 
 def _harbor_result(
@@ -201,10 +203,17 @@ def _harbor_result(
             return {name: fn(values[keys[0]], is_int[keys[0]])}
         return {name: fn(np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.bool_))}
     workers = min(len(keys), os.cpu_count() or 1)
-    if workers > 1 and n >= _THREADED_ROWS:
+    # (never from one of the pool's own threads: waiting there could starve the pool)
+    in_pool = threading.current_thread().name.startswith(_POOL_PREFIX)
+    if workers > 1 and n >= _THREADED_ROWS and not in_pool:
         # One key per thread: Harbor's sum is a sequential cumsum that numpy runs
         # without the GIL, so keys aggregate side by side on several cores.
-        results = list(_pool().map(lambda key: fn(values[key], is_int[key]), keys))
+        if fn is _mean or fn is harbor_sum:
+            # the sequential sums, interleaved in pieces so no thread idles
+            sums = harbor_sums([(values[k], is_int[k]) for k in keys], _pool())
+            results = [total / n for total in sums] if fn is _mean else sums
+        else:
+            results = list(_pool().map(lambda key: fn(values[key], is_int[key]), keys))
         return dict(zip(keys, results, strict=True))
     return {key: fn(values[key], is_int[key]) for key in keys}
 

@@ -185,3 +185,41 @@ def test_settle_refuses_when_the_order_could_matter():
     assert _settle(running, 0.25, 1e-30, 10) == 1.25
     assert _settle(0.0, 0.25, 0.0, 10) is None  # zero running sums keep their sign rules
     assert _settle(running, math.nan, 1.0, 10) is None
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 3, 7])
+def test_sums_of_several_columns_on_a_pool_equal_one_by_one(pieces):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harbor_reference import large_case
+
+    from metrickit._harbor_math import harbor_sums
+
+    columns = [
+        _arrays(large_case(7, 30_000, "rewards")),
+        _arrays(large_case(8, 20_000, "wide")),
+        _arrays(large_case(9, 10_000, "cancel")),
+        _arrays([1, 2, 3]),  # ints only: an exact int
+        _arrays([]),
+        _arrays([0.5]),
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        got = harbor_sums(columns, pool, pieces=pieces)
+    assert [repr(g) for g in got] == [repr(harbor_sum(v, i)) for v, i in columns]
+    assert [repr(g) for g in got[:3]] == [
+        repr(harbor_sum_py(large_case(*args)))
+        for args in [(7, 30_000, "rewards"), (8, 20_000, "wide"), (9, 10_000, "cancel")]
+    ]
+
+
+def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
+    # A metric computed inside one of aggregate's own threads must not queue work behind
+    # itself (that could starve the pool): it sums in its own thread instead.
+    import metrickit as mk
+    from metrickit.aggregate import _pool
+
+    rows = [{"a": i % 2, "b": (i % 7) / 4, "c": 0.1} for i in range(150_000)]
+    frame = mk.read_rewards(rows)
+    expected = mk.aggregate(frame)
+    futures = [_pool().submit(mk.aggregate, frame) for _ in range(4)]
+    assert [f.result(timeout=120) for f in futures] == [expected] * 4
