@@ -2,10 +2,11 @@
 two cores.
 
 Reading a trial is mostly ``json.loads`` and Python validation, which hold the GIL, so
-threads do not help; a process does. The worker is started with
-``python -m metrickit._harbor_worker DIR`` (never by re-importing the user's
+threads do not help; a process does. The worker is started as
+``python -P .../metrickit/_harbor_worker.py DIR`` (never by re-importing the user's
 ``__main__``, as ``multiprocessing``'s spawn would, running a script's top-level code
-again), early, so it imports metrickit while the caller lists the trial folders.
+again), early, so it is ready when the caller has listed the trial folders. It imports
+only :mod:`metrickit._trials` (no numpy, no data frames): it starts in ~50 ms.
 
 The two processes share nothing but a temporary directory ``DIR``, and no thread of the
 caller waits on the worker (a thread reading a pipe measured to slow the caller's own
@@ -27,7 +28,6 @@ never depends on the worker; only the speed does.
 from __future__ import annotations
 
 import mmap
-import os
 import pickle
 import shutil
 import struct
@@ -65,7 +65,7 @@ def _set(control: mmap.mmap, at: int, value: int) -> None:
 def main(directory: str) -> None:
     folder = Path(directory)
     control = _mapped(folder / "control")
-    from metrickit.harbor import _read_trial  # meanwhile the caller lists the folders
+    from metrickit._trials import _read_trial  # meanwhile the caller lists the folders
 
     chunks_file = folder / "chunks.pkl"
     waited = 0.0
@@ -89,7 +89,9 @@ def main(directory: str) -> None:
 
 
 def _command(directory: str) -> list[str]:
-    return [sys.executable, "-m", "metrickit._harbor_worker", directory]
+    # The file run as a script (-P: its folder is not put on sys.path), not `-m`, which
+    # would run metrickit/__init__ and its numpy import: ~0.2 s before the first trial.
+    return [sys.executable, "-P", str(Path(__file__).resolve()), directory]
 
 
 @dataclass
@@ -112,10 +114,6 @@ def start() -> Worker | None:
     """Start a worker: it imports metrickit while the caller lists the trial folders."""
     directory = Path(tempfile.mkdtemp(prefix="metrickit-harbor-"))
     (directory / "control").write_bytes(_CONTROL.pack(2**62, 0, 0))
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # the worker does no linear algebra
     try:
         with open(directory / "stderr", "wb") as err:
             proc = subprocess.Popen(
@@ -123,7 +121,6 @@ def start() -> Worker | None:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                env=env,
             )
     except OSError as exc:
         shutil.rmtree(directory, ignore_errors=True)
@@ -239,5 +236,15 @@ def _stop(worker: Worker, *, started: bool) -> None:
         )
 
 
+def _bootstrap() -> None:
+    """Make ``metrickit`` importable without running its ``__init__`` (and numpy)."""
+    import types
+
+    package = types.ModuleType("metrickit")
+    package.__path__ = [str(Path(__file__).resolve().parent)]
+    sys.modules.setdefault("metrickit", package)
+
+
 if __name__ == "__main__":
+    _bootstrap()
     main(sys.argv[1])

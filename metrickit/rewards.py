@@ -27,7 +27,6 @@ import glob
 import gzip
 import io
 import json
-import math
 import os
 import re
 import zlib
@@ -39,6 +38,25 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
+# Re-exported: other modules import these from here.
+from metrickit._values import (  # noqa: F401
+    BOOL,
+    EMPTY,
+    FLOAT,
+    INT,
+    INVALID,
+    KIND_PREFIX,
+    KINDS,
+    MAX_EXACT_INT,
+    META_COLUMNS,
+    MISSING,
+    NULL,
+    OK,
+    STATUSES,
+    _check_value,
+    _NonFinite,
+    _short,
+)
 from metrickit.errors import Problem, RewardFileError
 
 if TYPE_CHECKING:
@@ -54,15 +72,6 @@ __all__ = [
     "reward_keys",
 ]
 
-KINDS = ("missing", "int", "float", "bool")
-STATUSES = ("ok", "empty", "null", "invalid")
-KIND_PREFIX = "_kind_"
-META_COLUMNS = ("_source", "_line", "_status")
-MISSING, INT, FLOAT, BOOL = range(4)
-OK, EMPTY, NULL, INVALID = range(4)
-
-# Integers beyond this cannot be held exactly in a float64 column.
-MAX_EXACT_INT = 2**53
 _BOM = b"\xef\xbb\xbf"
 _JSON_WS = b" \t\r\n"
 _SAMPLE_LINES = 200
@@ -410,16 +419,6 @@ def _concat(name: str, parts: list[Parsed]) -> Parsed:
     return out
 
 
-class _NonFinite:
-    """Placeholder for the NaN/Infinity tokens Python's json accepts and Harbor must not see."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def __repr__(self) -> str:
-        return self.token
-
-
 class _Obj(dict[str, Any]):
     duplicates: list[str]
 
@@ -436,45 +435,6 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Obj:
 
 def _loads(text: str) -> Any:
     return json.loads(text, parse_constant=_NonFinite, object_pairs_hook=_pairs_hook)
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    try:
-        text = repr(value)
-    except ValueError:  # an int past sys.get_int_max_str_digits() cannot be repr'd
-        text = f"<{type(value).__name__} too large to show>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _check_value(key: str, value: Any) -> tuple[float, int] | str:
-    """(value, kind) for a valid reward value, else the reason it is not one."""
-    if isinstance(value, bool):
-        return (1.0 if value else 0.0), BOOL
-    if isinstance(value, int):
-        if abs(value) > MAX_EXACT_INT:
-            return (
-                f"value of {key!r} is the integer {_short(value)}, too large to hold exactly; "
-                f"expected a number with |x| <= 2**53"
-            )
-        return float(value), INT
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            why = "not a number" if math.isnan(value) else "the number overflows a float"
-            return f"value of {key!r} is {value!r} ({why}); expected a finite number"
-        return value, FLOAT
-    if isinstance(value, _NonFinite):
-        return f"value of {key!r} is {value.token}; expected a finite number"
-    if value is None:
-        type_name = "null"
-    elif isinstance(value, dict):
-        type_name = "object"
-        value = dict(value)
-    else:
-        type_name = type(value).__name__
-    return (
-        f"value of {key!r} is {_short(value)} ({type_name}); "
-        "expected a finite number (JSON int, float, true or false)"
-    )
 
 
 def _is_utf8(text: str) -> bool:

@@ -1,0 +1,67 @@
+"""The reward value rules shared by every reader: what a valid reward value is, and the
+codes of the kind and status columns. No numpy here, so the trial-reading worker of
+:func:`metrickit.read_harbor_job` starts without it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+KINDS = ("missing", "int", "float", "bool")
+STATUSES = ("ok", "empty", "null", "invalid")
+KIND_PREFIX = "_kind_"
+META_COLUMNS = ("_source", "_line", "_status")
+MISSING, INT, FLOAT, BOOL = range(4)
+OK, EMPTY, NULL, INVALID = range(4)
+
+# Integers beyond this cannot be held exactly in a float64 column.
+MAX_EXACT_INT = 2**53
+
+
+class _NonFinite:
+    """Placeholder for the NaN/Infinity tokens Python's json accepts and Harbor must not see."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits() cannot be repr'd
+        text = f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_value(key: str, value: Any) -> tuple[float, int] | str:
+    """(value, kind) for a valid reward value, else the reason it is not one."""
+    if isinstance(value, bool):
+        return (1.0 if value else 0.0), BOOL
+    if isinstance(value, int):
+        if abs(value) > MAX_EXACT_INT:
+            return (
+                f"value of {key!r} is the integer {_short(value)}, too large to hold exactly; "
+                f"expected a number with |x| <= 2**53"
+            )
+        return float(value), INT
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            why = "not a number" if math.isnan(value) else "the number overflows a float"
+            return f"value of {key!r} is {value!r} ({why}); expected a finite number"
+        return value, FLOAT
+    if isinstance(value, _NonFinite):
+        return f"value of {key!r} is {value.token}; expected a finite number"
+    if value is None:
+        type_name = "null"
+    elif isinstance(value, dict):
+        type_name = "object"
+        value = dict(value)
+    else:
+        type_name = type(value).__name__
+    return (
+        f"value of {key!r} is {_short(value)} ({type_name}); "
+        "expected a finite number (JSON int, float, true or false)"
+    )
