@@ -54,12 +54,35 @@ _EXACT = 2.0**53
 
 def _int_sum(values: FloatArray) -> int:
     """Exact integer sum of integral float64 values (each |v| <= 2**53)."""
+    return _int_prefix(0, values)[0]
+
+
+# CPython's sum adds ints in a C long while it can; the first partial sum outside this
+# range makes it fall back to plain ``+`` for the rest of the list: ints stay exact, but
+# floats after that are added *without* compensation.
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _int_prefix(start: int, values: FloatArray) -> tuple[int, bool]:
+    """``start + sum(values)`` exactly, and whether a partial sum left the C long range."""
     if values.size == 0:
-        return 0
-    bound = float(np.abs(values).max()) * values.size
-    if bound < 2.0**62:
-        return int(values.astype(np.int64).sum())
-    return sum(int(v) for v in values.tolist())
+        return start, False
+    if abs(start) + float(np.abs(values).max()) * values.size < 2.0**62:
+        return start + int(values.astype(np.int64).sum()), False
+    total, overflowed = start, False
+    for v in values.tolist():  # rare: ~1,000 values near 2**53 are needed to get here
+        total += int(v)
+        overflowed = overflowed or not _LONG_MIN <= total <= _LONG_MAX
+    return total, overflowed
+
+
+def _plain(values: FloatArray, running: float) -> float:
+    """``running + v0 + v1 + ...`` left to right with no compensation (CPython after an
+    int overflow)."""
+    buf = np.empty(values.size + 1, dtype=np.float64)
+    buf[0] = running
+    buf[1:] = values
+    return float(np.cumsum(buf, out=np.empty_like(buf))[-1])
 
 
 # Phase 3 runs in pieces of this many items: the temporaries stay in the CPU cache, which
@@ -82,6 +105,8 @@ def _phase3(
     Stability of Numerical Algorithms*, eq. 4.4).
     """
     n = values.size
+    if n == 0:
+        return running, (0.0 if comp is None else comp), 0.0
     size = min(n, _CHUNK)
     # Separate input and output buffers for the cumsums: an in-place accumulate keeps
     # the GIL (numpy buffers overlapping operands), a separate one runs beside others.
@@ -178,12 +203,15 @@ def _sum_steps(
     if not floats.any():
         return _int_sum(values)
     k = int(np.argmax(floats))
-    prefix = _int_sum(values[:k])
+    prefix, overflowed = _int_prefix(0, values[:k])
     first = float(prefix) + float(values[k])  # int + float, as PyNumber_Add does
     rest = values[k + 1 :]
     if rest.size == 0:
         return first
     rest_int = is_int[k + 1 :]
+    if overflowed:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _plain(rest, first)
     with np.errstate(over="ignore", invalid="ignore"):
         # Fast exact case: every value integral and every partial sum exact, so no
         # step rounds and the compensation stays 0.
@@ -197,6 +225,8 @@ def _sum_steps(
     running, c, magnitude = first, 0.0, 0.0
     bounds = np.linspace(0, rest.size, max(pieces, 1) + 1).astype(np.int64).tolist()
     for lo, hi in itertools.pairwise(bounds):
+        if hi <= lo:
+            continue  # fewer items than pieces
         yield
         with np.errstate(over="ignore", invalid="ignore"):
             running, dc, dm = _phase3(rest[lo:hi], rest_int[lo:hi], running, None)
@@ -246,21 +276,29 @@ def harbor_sums(
     steps = [_sum_steps(v, i, pieces) for v, i in columns]
 
     def advance(j: int) -> None:
-        try:
-            next(steps[j])
-        except StopIteration as finished:
-            results[j] = finished.value
-        except BaseException as exc:
-            errors.append(exc)
-        else:
-            pool.submit(advance, j)
+        while True:
+            try:
+                next(steps[j])
+            except StopIteration as finished:
+                results[j] = finished.value
+            except BaseException as exc:  # handed to the caller below
+                errors.append(exc)
+            else:
+                try:
+                    pool.submit(advance, j)
+                    return
+                except RuntimeError:  # the pool is shutting down: finish here
+                    continue
+            with done:
+                remaining[0] -= 1
+                done.notify_all()
             return
-        with done:
-            remaining[0] -= 1
-            done.notify_all()
 
     for j in range(len(columns)):
-        pool.submit(advance, j)
+        try:
+            pool.submit(advance, j)
+        except RuntimeError:  # the pool is shutting down: sum in this thread
+            advance(j)
     with done:
         done.wait_for(lambda: remaining[0] == 0)
     if errors:
@@ -317,6 +355,7 @@ class HarborAccumulator:
     def __init__(self) -> None:
         self.n = 0
         self._int = 0  # phase 1: exact sum of the int prefix
+        self._overflowed = False  # the int prefix left the C long range: no compensation
         self._float: float | None = None  # phase 3: running float, None while in phase 1
         self._comp = 0.0
         self._min: tuple[float, bool] | None = None
@@ -332,18 +371,21 @@ class HarborAccumulator:
         self._update_extremes(values, is_int)
         if self._float is None:
             floats = ~is_int
-            if not floats.any():
-                self._int += _int_sum(values)
+            k = int(np.argmax(floats)) if floats.any() else values.size
+            self._int, overflowed = _int_prefix(self._int, values[:k])
+            self._overflowed = self._overflowed or overflowed
+            if k == values.size:
                 return
-            k = int(np.argmax(floats))
-            self._int += _int_sum(values[:k])
             self._float = float(self._int) + float(values[k])  # int + float, as PyNumber_Add
             values = values[k + 1 :]
             is_int = is_int[k + 1 :]
             if values.size == 0:
                 return
         with np.errstate(over="ignore", invalid="ignore"):
-            self._float, self._comp, _ = _phase3(values, is_int, self._float, self._comp)
+            if self._overflowed:
+                self._float = _plain(values, self._float)
+            else:
+                self._float, self._comp, _ = _phase3(values, is_int, self._float, self._comp)
 
     def add_int_zeros(self, count: int) -> None:
         """Add ``count`` int zeros (null rows, missing keys) without materialising them."""

@@ -28,6 +28,7 @@ never depends on the worker; only the speed does.
 from __future__ import annotations
 
 import mmap
+import os
 import pickle
 import shutil
 import struct
@@ -68,17 +69,18 @@ def main(directory: str) -> None:
     from metrickit._trials import _read_trial  # meanwhile the caller lists the folders
 
     chunks_file = folder / "chunks.pkl"
+    parent = os.getppid()
     waited = 0.0
     while not chunks_file.exists():
-        if _get(control, _STOP) or waited > _WAIT_FOR_CHUNKS:
+        if _get(control, _STOP) or waited > _WAIT_FOR_CHUNKS or os.getppid() != parent:
             return
         time.sleep(0.002)
         waited += 0.002
     chunks: list[list[str]] = pickle.loads(chunks_file.read_bytes())
     done = 0
     for index in reversed(range(len(chunks))):
-        if _get(control, _STOP):
-            return  # the caller has read everything before this chunk
+        if _get(control, _STOP) or os.getppid() != parent:
+            return  # the caller has read everything before this chunk, or is gone
         _set(control, _CLAIMED, index)
         trials = [_read_trial(Path(f)) for f in chunks[index]]
         part = folder / f"{index}.tmp"
@@ -91,7 +93,16 @@ def main(directory: str) -> None:
 def _command(directory: str) -> list[str]:
     # The file run as a script (-P: its folder is not put on sys.path), not `-m`, which
     # would run metrickit/__init__ and its numpy import: ~0.2 s before the first trial.
-    return [sys.executable, "-P", str(Path(__file__).resolve()), directory]
+    # The caller's limits go along, so a trial reads the same in either process.
+    return [
+        sys.executable,
+        "-P",
+        "-X",
+        f"int_max_str_digits={sys.get_int_max_str_digits()}",
+        str(Path(__file__).resolve()),
+        directory,
+        str(sys.getrecursionlimit()),
+    ]
 
 
 @dataclass
@@ -247,4 +258,5 @@ def _bootstrap() -> None:
 
 if __name__ == "__main__":
     _bootstrap()
+    sys.setrecursionlimit(int(sys.argv[2]))
     main(sys.argv[1])

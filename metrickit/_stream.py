@@ -31,6 +31,7 @@ __all__ = [
     "is_lazy",
     "lazy_reward_keys",
     "materialize",
+    "occurring_keys",
 ]
 
 Number = int | float
@@ -193,6 +194,26 @@ def lazy_reward_keys(frame: Any) -> list[str]:
             c for c, dt in frame.dtypes.items() if not str(c).startswith("_") and dt.kind in "iuf"
         ]
     return reward_keys(frame)
+
+
+def occurring_keys(frame: Any) -> list[str]:
+    """The reward keys that occur in a lazy or Dask frame: Harbor's (and the eager
+    frame's) key set. A scan's schema is exactly that; any other frame takes a pass."""
+    import narwhals as nw
+
+    from metrickit.aggregate import reward_arrays
+    from metrickit.scan import SCAN_ATTRIBUTE
+
+    native = frame.to_native() if isinstance(frame, nw.LazyFrame) else frame
+    order = lazy_reward_keys(native)
+    if getattr(native, SCAN_ATTRIBUTE, None) is not None:
+        return order  # the schema pass found every key in the data itself
+    seen: set[str] = set()
+    for batch in eager_batches(native):
+        seen.update(reward_arrays(batch)[0])
+        if len(seen) == len(order):
+            break
+    return [k for k in order if k in seen]
 
 
 def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], list[str] | None]:

@@ -189,6 +189,11 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix=_POOL_PREFIX)
 
 
+# A forked child inherits the cached pool without its threads: start a fresh one there.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.cache_clear)
+
+
 def _harbor_result(
     name: str,
     fn: _Agg,

@@ -208,8 +208,14 @@ def read_harbor_job(
         from metrickit import _harbor_worker
 
         helper = _harbor_worker.start()
-    folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
-    trials = _read_all([f for _, f in folders], progress, workers, helper)
+    try:
+        folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
+        trials = _read_all([f for _, f in folders], progress, workers, helper)
+    except BaseException:
+        from metrickit import _harbor_worker
+
+        _harbor_worker.cancel(helper)  # e.g. Ctrl-C while listing: no orphan left behind
+        raise
     problems = [t.problem for t in trials if t.problem is not None]
     if problems and errors == "raise":
         message = str(problems[0])

@@ -229,8 +229,12 @@ class _Running:
     def add(self, values: Array) -> None:
         if values.size:
             self.sums.append(float(np.sum(values)))  # pairwise within the batch
-            self.low = min(self.low, float(values.min()))
-            self.high = max(self.high, float(values.max()))
+            # NaN wins, as in numpy's min/max of all rows (builtin min() would drop it)
+            low, high = float(values.min()), float(values.max())
+            if math.isnan(low) or low < self.low:
+                self.low = low if not math.isnan(self.low) else self.low
+            if math.isnan(high) or high > self.high:
+                self.high = high if not math.isnan(self.high) else self.high
             self.n += values.size
 
     def result(self, reduce: Reducer) -> float:
@@ -246,10 +250,11 @@ class _Running:
 
 def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
     """A per-row metric reduced batch by batch: only one batch of rows in memory."""
-    from metrickit._stream import eager_batches, lazy_reward_keys
+    from metrickit._stream import eager_batches, occurring_keys
 
     states: dict[str, _Running] = {}
-    token = _FIXED_KEYS.set(lazy_reward_keys(frame))
+    keys = occurring_keys(frame)
+    token = _FIXED_KEYS.set(keys)
     try:
         for batch in eager_batches(frame):
             for name, values in metric.per_row(batch).items():
@@ -259,7 +264,7 @@ def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
     if not states:  # no batch at all: the per-row names come from an empty frame
         from metrickit._stream import empty_like
 
-        token = _FIXED_KEYS.set(lazy_reward_keys(frame))
+        token = _FIXED_KEYS.set(keys)
         try:
             names = list(metric.per_row(empty_like(frame)))
         finally:

@@ -581,10 +581,10 @@ def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
     return builder.build(), builder.problems
 
 
-def _sample_keys(body: bytes) -> list[str] | None:
+def _sample_keys(body: bytes | memoryview) -> list[str] | None:
     """Keys of the first lines, or None when the sample is not clean."""
     keys: set[str] = set()
-    head = body[: 1 << 16]
+    head = bytes(body[: 1 << 16])
     lines = head.split(b"\n")
     if len(head) < len(body):
         lines = lines[:-1]  # the last one may be cut in the middle
@@ -649,7 +649,7 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     n = len(starts)
     if data.find(b"\\", 0, end) >= 0 and _SURROGATE_ESCAPE.search(body) is not None:
         return None
-    sampled = _sample_keys(bytes(body[: 1 << 16]))
+    sampled = _sample_keys(body)  # the whole block: so it knows where the sample is cut
     if sampled is None:
         return None
     keys = sorted(set(sampled).union(keys_hint))

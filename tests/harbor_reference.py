@@ -14,10 +14,17 @@ import math
 def harbor_sum_py(values: list[int | float]) -> int | float:
     it = iter(values)
     i_result = 0
+    overflowed = False  # CPython's C-long int sum overflowed: plain + from then on
     for item in it:
         if isinstance(item, int):
             i_result += item
+            overflowed = overflowed or not -(2**63) <= i_result <= 2**63 - 1
             continue
+        if overflowed:
+            result = i_result + item
+            for x in it:
+                result = result + x
+            return result
         f_result = i_result + item  # int + float
         c = 0.0
         for x in it:

@@ -111,3 +111,18 @@ def test_equals_plain_python_harbor(rewards, metric, backend):
     # bit-identical, including int/float types (json.dumps shows both)
     assert json.dumps(got) == json.dumps(expected)
     assert mk.aggregate(rewards, metric) == got
+
+
+def _aggregate_in_child(frame):
+    return mk.aggregate(frame)
+
+
+def test_aggregate_in_a_forked_child_does_not_wait_on_the_parents_pool():
+    # The parent's thread pool is cached; a forked child inherits the object but not its
+    # threads, and used to wait forever on it (found by review).
+    import multiprocessing
+
+    frame = mk.read_rewards([{"a": i % 2, "b": (i % 4) / 4} for i in range(200_000)])
+    expected = mk.aggregate(frame)  # creates the pool in this process
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_aggregate_in_child, (frame,)).get(timeout=120) == expected

@@ -223,3 +223,37 @@ def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
     expected = mk.aggregate(frame)
     futures = [_pool().submit(mk.aggregate, frame) for _ in range(4)]
     assert [f.result(timeout=120) for f in futures] == [expected] * 4
+
+
+GOLDEN_OVERFLOW = json.loads(
+    (Path(__file__).parent / "data" / "harbor_sum_golden_overflow.json").read_text()
+)
+
+
+@pytest.mark.parametrize("case", GOLDEN_OVERFLOW["cases"], ids=lambda c: c["sum"])
+def test_int_prefix_past_a_c_long_turns_compensation_off(case):
+    # CPython sums ints in a C long; once a partial sum leaves its range it falls back to
+    # plain + for the rest of the list, floats included (found by review: 1,024 values of
+    # 2**53 are enough). Whole arrays, the accumulator in pieces, and the reference agree
+    # with Python 3.12.
+    from metrickit._harbor_math import HarborAccumulator
+
+    values = [v for v, n in case["runs"] for _ in range(n)]
+    v, i = _arrays(values)
+    assert repr(harbor_sum(v, i)) == case["sum"]
+    assert repr(harbor_sum_py(values)) == case["sum"]
+    for size in (1, 7, 1000, len(values)):
+        acc = HarborAccumulator()
+        for lo in range(0, len(values), size):
+            acc.update(v[lo : lo + size], i[lo : lo + size])
+        assert repr(acc.sum()) == case["sum"], size
+
+
+def test_more_pieces_than_items_and_a_key_that_starts_at_the_end():
+    # a float met in the second-to-last row leaves one item for two pieces (review bug)
+    import metrickit as mk
+
+    rows = [{"reward": 1}] * 99_998 + [{"reward": 1, "style": 0.5}, {"reward": 0, "style": 1}]
+    frame = mk.read_rewards(rows)
+    assert mk.aggregate(frame) == {"reward": 99_999 / 100_000, "style": 1.5 / 100_000}
+    assert mk.aggregate(frame, "sum") == {"reward": 99_999, "style": 1.5}

@@ -108,3 +108,51 @@ def test_workers_argument_is_checked(tmp_path):
     job = _job(tmp_path, n=3)
     with pytest.raises(ValueError, match="workers=3"):
         mk.read_harbor_job(job, workers=3)
+
+
+def test_an_error_while_listing_leaves_no_worker_behind(tmp_path, monkeypatch):
+    job = _job(tmp_path, n=5)
+    started = []
+    real_start = worker.start
+
+    def spy_start():
+        helper = real_start()
+        started.append(helper)
+        return helper
+
+    def interrupted(folder):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(worker, "start", spy_start)
+    monkeypatch.setattr(harbor, "_subdirs", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        mk.read_harbor_job(job, workers=2, progress=False)
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].proc.poll() is not None  # stopped
+    assert not started[0].directory.exists()  # its folder removed
+
+
+def test_the_worker_reads_with_the_callers_int_digit_limit(tmp_path, monkeypatch):
+    # A 5,000-digit reward reads the same way in both processes, whatever limit the
+    # caller has set (the worker gets it on its command line).
+    job = _job(tmp_path, n=8)
+    monkeypatch.setattr(harbor, "_SHARED_CHUNK", 1)
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        write_trial(job, "zz_huge", task="t", rewards={"reward": 10**4999})
+        one = mk.read_harbor_job(job, errors="report", workers=1, progress=False)[1]
+        read, here = harbor._read_trial, []
+
+        def slow_read(folder):  # so the worker reads some trials, the huge one included
+            here.append(folder.name)
+            time.sleep(0.3)
+            return read(folder)
+
+        monkeypatch.setattr(harbor, "_read_trial", slow_read)
+        two = mk.read_harbor_job(job, errors="report", workers=2, progress=False)[1]
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert "zz_huge" not in here  # read by the worker (it starts from the end)
+    assert [str(p) for p in one] == [str(p) for p in two]
+    assert any("huge" in str(p) for p in one)

@@ -381,3 +381,20 @@ def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
     inner = '{"a": 1}\n{"a": 2}\n' + "\ufeff" + '{"a": 3}\n'
     with pytest.raises(mk.RewardFileError, match=r":3: "):
         mk.read_rewards(inner.encode())
+
+
+def test_long_lines_still_take_the_fast_path():
+    # 600-byte lines: the 64 kB key sample ends inside a line, which must not send the
+    # whole block to the line-by-line path (it did: the cut line failed json.loads).
+    from metrickit.rewards import _parse_fast
+
+    rows = [{f"key_{k:02d}": (i * k) % 7 / 8 for k in range(40)} for i in range(400)]
+    text = "\n".join(json.dumps(r) for r in rows) + "\n"
+    assert len(text) / len(rows) > 400  # 200 lines > 64 kB
+    fast = _parse_fast("t", text.encode())
+    assert fast is not None
+    slow, problems = _parse_slow("t", text.encode())
+    assert not problems
+    for key in slow.values:
+        assert fast.values[key].tolist() == slow.values[key].tolist()
+        assert fast.kinds[key].tolist() == slow.kinds[key].tolist()

@@ -368,3 +368,29 @@ def test_streamed_metrics_of_an_empty_scan(tmp_path):
                 m(scan)
             continue
         assert m(scan) == m(eager), m.name
+
+
+def test_streamed_metrics_use_the_keys_that_occur_in_a_derived_frame():
+    # A filtered lazy frame may lack a key its schema has; eager (and Harbor) leave such
+    # a key out, so streaming must too (review finding).
+    df = mk.read_rewards([{"a": 1}, {"b": 1}, {"a": 1, "b": 0.5}], backend="polars")
+    lf = df.lazy().filter(pl.col("_line") == 1)
+    for m in (mk.pass_rate(), mk.filled_count(), mk.pass_rate(0.5)):
+        assert m(lf) == m(lf.collect()), m.name
+    plain = pl.LazyFrame(
+        {"x": [1.0, 0.0, 1.0], "y": [None, None, None]}, schema={"x": pl.Float64, "y": pl.Float64}
+    )
+    assert mk.pass_rate()(plain) == mk.pass_rate()(plain.collect())
+
+
+def test_streamed_min_and_max_keep_a_nan_like_the_eager_ones(tmp_path):
+    import narwhals as nw
+
+    path = _write(tmp_path / "r.jsonl", ['{"a": 0, "b": 0}'] + ['{"a": 1, "b": 2}'] * 20_000)
+    scan = mk.scan_rewards(path, chunk_bytes=4096)
+    for agg in ("max", "min"):
+        m = mk.metric("ratio", nw.col("a") / nw.col("b"), agg=agg)
+        with pytest.raises(mk.MetricError, match="nan"):
+            m(scan.collect())
+        with pytest.raises(mk.MetricError, match="nan"):
+            m(scan)
