@@ -328,10 +328,17 @@ def harbor_sum(values):
     # Python >= 3.12's builtin sum, written out so every Python computes the same bits.
     it = iter(values)
     i_result = 0
+    overflowed = False  # past a C long, CPython adds the rest plainly
     for item in it:
         if isinstance(item, int):
             i_result += item
+            overflowed = overflowed or not -(2**63) <= i_result <= 2**63 - 1
             continue
+        if overflowed:
+            result = i_result + item
+            for x in it:
+                result = result + x
+            return result
         f_result = i_result + item
         c = 0.0
         for x in it:

@@ -39,11 +39,15 @@ def test_seed_example_runs_unchanged(data_dir):
 
 
 def test_jsonl_written_as_harbor_writes_it(tmp_path):
-    echo = script(tmp_path, HEADER + """
+    echo = script(
+        tmp_path,
+        HEADER
+        + """
 lines = a.input_path.read_text().splitlines()
 a.output_path.write_text(json.dumps({"n": len(lines), "null_line": int(lines[2] == "null"),
                                      "int_kept": int(lines[0] == '{"a": 1, "b": 0.5}')}))
-""")
+""",
+    )
     rows = [{"a": 1, "b": 0.5}, {"b": 1.0}, None, {}]
     assert frame_to_rows(mk.read_rewards(rows)) == rows
     result = mk.run_metric_script(echo, rows)
@@ -58,10 +62,16 @@ def test_by_group_runs_once_per_group(data_dir):
     assert set(result) == {"a", "b"}
     for agent in "ab":
         part = df[df["agent"] == agent]
-        strict = ((part["_status"] == "ok") & (part["correctness"] == 1) & (part["style"] == 1)
-                  & (part["efficiency"] == 1)
-                  & (part[[mk.kind_column(k) for k in ("correctness", "style", "efficiency")]]
-                     != "missing").all(axis=1))
+        strict = (
+            (part["_status"] == "ok")
+            & (part["correctness"] == 1)
+            & (part["style"] == 1)
+            & (part["efficiency"] == 1)
+            & (
+                part[[mk.kind_column(k) for k in ("correctness", "style", "efficiency")]]
+                != "missing"
+            ).all(axis=1)
+        )
         # the script counts rows whose present values are all 1
         rows = [r for r in frame_to_rows(part) if r and all(v == 1 for v in r.values())]
         assert result[agent]["strict_pass_rate"] == len(rows) / len(part)
@@ -82,14 +92,17 @@ def test_failures_each_have_their_own_error(tmp_path):
     notobj = script(tmp_path, HEADER + "a.output_path.write_text('[1, 2]')\n", "l.py")
     with pytest.raises(MetricScriptOutputError, match=r"wrote list.*expected a JSON object"):
         mk.run_metric_script(notobj, rows)
-    notnum = script(tmp_path, HEADER + "a.output_path.write_text('{\"mean\": \"high\"}')\n", "v.py")
+    notnum = script(tmp_path, HEADER + 'a.output_path.write_text(\'{"mean": "high"}\')\n', "v.py")
     with pytest.raises(MetricScriptOutputError, match=r"'mean': 'high' \(str\)"):
         mk.run_metric_script(notnum, rows)
 
 
 def test_timeout_kills_and_says_so(tmp_path):
-    hang = script(tmp_path, HEADER + "import time\nprint('started', file=sys.stderr, flush=True)\n"
-                  "time.sleep(60)\n", "h.py")
+    hang = script(
+        tmp_path,
+        HEADER + "import time\nprint('started', file=sys.stderr, flush=True)\ntime.sleep(60)\n",
+        "h.py",
+    )
     with pytest.raises(MetricScriptTimeout, match=r"past its 1 s timeout and was killed"):
         mk.run_metric_script(hang, [{"r": 1}], timeout=1)
     with pytest.raises(mk.MetricError, match="600 s maximum"):
@@ -101,18 +114,24 @@ def test_timeout_kills_and_says_so(tmp_path):
     [
         (["--kind", "mean"], lambda df: mk.aggregate(df, "mean")),
         (["--kind", "max"], lambda df: mk.aggregate(df, "max")),
-        (["--kind", "pass_rate", "--threshold", "0.5"],
-         lambda df: {"m": mk.pass_rate(0.5)(df)}),
-        (["--kind", "weighted", "--weights", "correctness=0.7,style=0.3"],
-         lambda df: {"m": mk.weighted({"correctness": 0.7, "style": 0.3})(df)}),
-        (["--kind", "quantile", "--q", "0.9", "--key", "style"],
-         lambda df: {"m": mk.quantile(0.9, key="style")(df)}),
+        (["--kind", "pass_rate", "--threshold", "0.5"], lambda df: {"m": mk.pass_rate(0.5)(df)}),
+        (
+            ["--kind", "weighted", "--weights", "correctness=0.7,style=0.3"],
+            lambda df: {"m": mk.weighted({"correctness": 0.7, "style": 0.3})(df)},
+        ),
+        (
+            ["--kind", "quantile", "--q", "0.9", "--key", "style"],
+            lambda df: {"m": mk.quantile(0.9, key="style")(df)},
+        ),
     ],
 )
 def test_new_metric_round_trip(tmp_path, data_dir, args, in_process):
     out = tmp_path / "metric.py"
-    proc = subprocess.run([sys.executable, "-m", "metrickit.cli", "new-metric", "m", "-o", str(out),
-                           *args], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "metrickit.cli", "new-metric", "m", "-o", str(out), *args],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().startswith("# /// script")
     df = mk.read_rewards(data_dir / "rewards" / "sample_3000.jsonl")
@@ -151,14 +170,36 @@ def test_pep723_script_runs_with_uv_like_harbor(tmp_path):
     from metrickit.scripts import find_uv
 
     assert find_uv() is not None, "uv is a dev dependency; pip install -e '.[dev]'"
-    pep723 = script(tmp_path, """# /// script
+    pep723 = script(
+        tmp_path,
+        """# /// script
 # dependencies = []
 # ///
 import json, os, sys
 from pathlib import Path
 out = Path(sys.argv[sys.argv.index("-o") + 1])
 out.write_text(json.dumps({"under_uv": int("UV" in os.environ)}))
-""", "uv_metric.py")
+""",
+        "uv_metric.py",
+    )
     assert mk.run_metric_script(pep723, [{"r": 1}]) == {"under_uv": 1}
     # without a PEP 723 block (or with python= given) it runs on this interpreter
     assert mk.run_metric_script(pep723, [{"r": 1}], python=sys.executable) == {"under_uv": 0}
+
+
+def test_generated_sum_script_follows_cpythons_int_overflow_rule(tmp_path):
+    # 1,024 ints of 2**53 push CPython's C-long int sum past 2**63: the floats after them
+    # are then added without compensation (Python 3.12 gives 0.0 here, not 1.0).
+    import json
+    import subprocess
+    import sys
+
+    rows = (
+        [{"a": 2**53}] * 1024 + [{"a": -(2**53)}] * 1024 + [{"a": 1e16}, {"a": 1.0}, {"a": -1e16}]
+    )
+    rewards = tmp_path / "r.jsonl"
+    rewards.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    script = mk.write_metric_script(tmp_path / "sum.py", kind="sum")
+    out = tmp_path / "o.json"
+    subprocess.run([sys.executable, str(script), "-i", str(rewards), "-o", str(out)], check=True)
+    assert json.loads(out.read_text()) == {"sum": 0.0} == mk.aggregate(rewards, "sum")
