@@ -158,7 +158,7 @@ def read_harbor_job(
         Show a ``tqdm.auto`` progress bar: None (default) shows one from 200 trials on.
     workers
         ``1``: read every trial in this process. ``2``: share the folders with a second
-        process (``python -m metrickit._harbor_worker``), using two cores. None
+        process (:mod:`metrickit._harbor_worker`), using two cores. None
         (default): 2 from 2,000 trial folders on when the machine has two cores. The
         result is the same either way; if the second process fails, this one reads its
         share and a ``RuntimeWarning`` says so.
