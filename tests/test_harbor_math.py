@@ -257,3 +257,14 @@ def test_more_pieces_than_items_and_a_key_that_starts_at_the_end():
     frame = mk.read_rewards(rows)
     assert mk.aggregate(frame) == {"reward": 99_999 / 100_000, "style": 1.5 / 100_000}
     assert mk.aggregate(frame, "sum") == {"reward": 99_999, "style": 1.5}
+
+
+@given(st.lists(numbers, max_size=40), st.integers(1, 6))
+@example([1, 0.5], 2)  # one item after the first float, two pieces
+@example([2**53] * 3 + [0.5], 4)
+@settings(max_examples=300, deadline=None)
+def test_sum_in_any_number_of_pieces_equals_the_reference(values, pieces):
+    from metrickit._harbor_math import _finish, _sum_steps
+
+    v, i = _arrays(values)
+    assert repr(_finish(_sum_steps(v, i, pieces))) == repr(harbor_sum_py(values))
