@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -491,12 +492,13 @@ def _read_trial(folder: Path) -> _Trial:
     try:
         row, rewards = _parse_trial(obj, folder)
     except _Bad as exc:
-        return _bad_trial(folder, path, str(exc), exc.line)
+        return _bad_trial(folder, path, str(exc), exc.line or _field_line(raw, str(exc)))
     # A bad reward value is a bad trial file too, so errors="report" keeps the other trials.
     for key, value in (rewards or {}).items():
         reason = _check_value(key, value)
         if isinstance(reason, str):
-            return _bad_trial(folder, path, f"verifier_result.rewards: {reason}")
+            where = _key_line(raw, key) if _key_line(raw, "rewards") else 0
+            return _bad_trial(folder, path, f"verifier_result.rewards: {reason}", where)
     agent_cfg = _dict(_dict(obj.get("config")).get("agent"))
     model_name = agent_cfg.get("model_name")  # a dict key later: a list here must not crash
     return _Trial(
@@ -512,6 +514,29 @@ def _is_utf8(obj: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+_FIELD = re.compile(r"^field '([^']+)'")
+
+
+def _key_line(raw: bytes, key: str) -> int:
+    """The line of ``"key":`` in the file when it occurs exactly once, else 0 (unknown:
+    better no line than a wrong one)."""
+    pattern = re.compile(re.escape(json.dumps(key).encode()) + rb"\s*:")
+    found = pattern.finditer(raw)
+    first = next(found, None)
+    if first is None or next(found, None) is not None:
+        return 0
+    return raw.count(b"\n", 0, first.start()) + 1
+
+
+def _field_line(raw: bytes, message: str) -> int:
+    """The line of the field a ``field '<path>' ...`` message names (see :func:`_key_line`)."""
+    match = _FIELD.match(message)
+    if match is None or "is missing" in message:
+        return 0
+    last = re.sub(r"\[\d+\]$", "", match.group(1).rsplit(".", 1)[-1])
+    return _key_line(raw, last) if last else 0
 
 
 def _bad_trial(folder: Path, path: Path, message: str, line: int = 0) -> _Trial:

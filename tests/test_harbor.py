@@ -402,3 +402,33 @@ def test_timestamps_are_timezone_aware_utc():
     first = row["started_at"].to_pydatetime()
     assert first == expected and first.utcoffset().total_seconds() == 0
     assert row["finished_at"] > row["started_at"]
+
+
+def test_field_errors_name_the_line_of_the_field(tmp_path):
+    # Harbor writes result.json indented, one key per line: a bad field's error names its
+    # line when the key occurs once in the file, and line 0 (unknown) rather than a wrong
+    # line when it is missing or occurs several times.
+    job = tmp_path / "job"
+    folder = write_trial(job, "a__1", task="a", rewards={"reward": 1.0})
+    path = folder / "result.json"
+    obj = json.loads(path.read_text())
+    obj["agent_result"]["n_input_tokens"] = "many"
+    path.write_text(json.dumps(obj, indent=4))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if '"many"' in text)
+    bad_reward = write_trial(job, "a__2", task="a", rewards={"reward": "x"}) / "result.json"
+    reward_line = next(
+        i for i, text in enumerate(bad_reward.read_text().splitlines(), 1) if '"x"' in text
+    )
+    _, problems = mk.read_harbor_job(job, errors="report")
+    assert [(Path(p.source).parent.name, p.line) for p in problems] == [
+        ("a__1", line),
+        ("a__2", reward_line),
+    ]
+    # a key that occurs twice: no line rather than a guess
+    obj["agent_result"]["n_input_tokens"] = 5
+    obj["agent_result"]["cost_usd"] = "lots"
+    obj["metadata_copy"] = {"cost_usd": 1}
+    path.write_text(json.dumps(obj, indent=4))
+    bad_reward.unlink()
+    _, problems = mk.read_harbor_job(job, errors="report")
+    assert [(p.line, "cost_usd" in p.message) for p in problems] == [(0, True)]
