@@ -707,7 +707,9 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     any_present = np.zeros(n, dtype=np.bool_)
     integral_keys: list[str] = []
     for key in keys:
-        column = frame.get_column(key)
+        # renamed: polars runs Series methods as expressions on the Series' name, and a
+        # key such as "^a$" would be read as a regex there
+        column = frame.get_column(key).alias("value")
         nulls = column.null_count()
         if nulls == n and key not in sampled:
             continue  # a key of an earlier block that this block does not have
@@ -754,7 +756,7 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
         if ints.height != n:
             return None
         for key in integral_keys:
-            is_int = ints.get_column(key).is_not_null().to_numpy()
+            is_int = ints.get_column(key).alias("value").is_not_null().to_numpy()
             _mark_int(parsed.kinds[key], parsed.values[key], is_int)
     parsed.status[any_present] = OK
     parsed.status[null_rows] = NULL
@@ -945,14 +947,36 @@ def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Serie
 def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
     import polars as pl
 
-    series = [
-        _polars_enum(cols["source_codes"], cols["sources"]).alias("_source")
-        if cols["sources"]
-        else pl.Series("_source", [], dtype=pl.Enum([])),
-        pl.Series("_line", cols["lines"], dtype=pl.Int64),
-        _polars_enum(cols["status"], STATUSES).alias("_status"),
-    ]
-    series += [pl.Series(key, cols["values"][key], dtype=pl.Float64) for key in keys]
-    series += [_polars_enum(cols["kinds"][key], KINDS).alias(KIND_PREFIX + key) for key in keys]
+    if not cols["sources"]:  # no input at all: nothing to gather
+        series = [
+            pl.Series("_source", [], dtype=pl.Enum([])),
+            pl.Series("_line", cols["lines"], dtype=pl.Int64),
+            pl.Series("_status", [], dtype=pl.Enum(STATUSES)),
+        ]
+        series += [pl.Series(key, [], dtype=pl.Float64) for key in keys]
+        series += [pl.Series(KIND_PREFIX + k, [], dtype=pl.Enum(KINDS)) for k in keys]
+        return pl.DataFrame({s.name: s for s in series})
+    # The numpy columns as they are (codes included), then one select that turns every
+    # code column into its Enum by a gather on the categories: polars runs them in
+    # parallel, ~4x faster than one Series at a time.
+    raw: dict[str, Any] = {
+        "_source": cols["source_codes"],
+        "_line": cols["lines"],
+        "_status": cols["status"],
+    }
+    enums: dict[str, Sequence[str]] = {"_source": cols["sources"], "_status": STATUSES}
+    for key in keys:
+        raw[key] = cols["values"][key]
+    for key in keys:
+        raw[KIND_PREFIX + key] = cols["kinds"][key]
+        enums[KIND_PREFIX + key] = KINDS
+
+    def column(index: int, name: str) -> pl.Expr:
+        # by position: pl.col("^a$") would be a regex, and a reward key may look like one
+        if name not in enums:
+            return pl.nth(index)
+        categories = pl.Series(list(enums[name]), dtype=pl.Enum(enums[name]))
+        return pl.lit(categories).gather(pl.nth(index)).alias(name)
+
     # a dict keeps an empty-string key as a column name (a list of Series renames it)
-    return pl.DataFrame({s.name: s for s in series})
+    return pl.DataFrame(raw).select([column(i, name) for i, name in enumerate(raw)])

@@ -206,7 +206,7 @@ def test_missing_file_names_the_path(tmp_path):
 
 # -- property tests ----------------------------------------------------------
 
-keys = st.sampled_from(["a", "b", "reward", "stil", "ключ", "x:y", "nullable", ""])
+keys = st.sampled_from(["a", "b", "reward", "stil", "ключ", "x:y", "nullable", "", "^k$", "a|b"])
 values = st.one_of(
     st.integers(min_value=-(2**53), max_value=2**53),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
@@ -398,3 +398,17 @@ def test_long_lines_still_take_the_fast_path():
     for key in slow.values:
         assert fast.values[key].tolist() == slow.values[key].tolist()
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist()
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_keys_that_look_like_polars_regexes(backend, tmp_path):
+    # polars reads pl.col("^a$") as a regex and runs Series methods as expressions on the
+    # Series' name: such a key once crashed the fast path with an IndexError.
+    text = '{"^a$": 1, "a": 0.5, "": 2, "*": 3, "a|b": 1.0}\nnull\n{"^a$": 2.5}\n'
+    df = mk.read_rewards(text, backend=backend)
+    expected = {"": 2 / 3, "*": 1.0, "^a$": 3.5 / 3, "a": 0.5 / 3, "a|b": 1 / 3}
+    assert mk.aggregate(df) == pytest.approx(expected)
+    assert list(mk.reward_keys(df)) == ["", "*", "^a$", "a", "a|b"]
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    assert mk.aggregate(mk.scan_rewards(path)) == mk.aggregate(df)
