@@ -126,3 +126,26 @@ def test_aggregate_in_a_forked_child_does_not_wait_on_the_parents_pool():
     expected = mk.aggregate(frame)  # creates the pool in this process
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_aggregate_in_child, (frame,)).get(timeout=120) == expected
+
+
+def test_aggregate_in_a_thread_survives_interpreter_shutdown():
+    # The main thread ends while another thread aggregates: the pool shuts down under it,
+    # and the sums must finish in that thread instead of waiting forever. (A review saw a
+    # hang here; this test runs the situation but cannot force the race every time.)
+    import subprocess
+    import sys
+
+    code = (
+        "import threading, metrickit as mk\n"
+        "rows = [{'a': i % 2, 'b': (i % 3) / 3, 'c': 0.5} for i in range(300_000)]\n"
+        "frame = mk.read_rewards(rows)\n"
+        "expected = mk.aggregate(frame)\n"
+        "def work():\n"
+        "    for _ in range(30):\n"
+        "        assert mk.aggregate(frame) == expected\n"
+        "    print('done', flush=True)\n"
+        "threading.Thread(target=work).start()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "done"
