@@ -122,7 +122,13 @@ class Worker:
 
 
 def start() -> Worker | None:
-    """Start a worker: it imports metrickit while the caller lists the trial folders."""
+    """Start a worker: it imports metrickit while the caller lists the trial folders.
+
+    None (this process reads everything) where a worker cannot run: a frozen app (its
+    executable is the app, not Python) or a package imported from a zip file.
+    """
+    if getattr(sys, "frozen", False) or not sys.executable or not Path(__file__).is_file():
+        return None
     directory = Path(tempfile.mkdtemp(prefix="metrickit-harbor-"))
     (directory / "control").write_bytes(_CONTROL.pack(2**62, 0, 0))
     try:
@@ -133,7 +139,7 @@ def start() -> Worker | None:
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
-    except OSError as exc:
+    except (OSError, ValueError, TypeError) as exc:
         shutil.rmtree(directory, ignore_errors=True)
         warnings.warn(
             f"read_harbor_job: could not start a second reader process ({exc}); "
@@ -159,14 +165,17 @@ def read_shared(
 ) -> list[list[Any]]:
     """Read ``chunks`` here from the start and in a worker process from the end.
 
-    ``worker`` comes from :func:`start` (one is started when None). Returns one result
-    list per chunk, in chunk order. ``on_progress(n)`` is called with the number of
-    trials newly read (by either process) as the caller goes.
+    ``worker`` comes from :func:`start`; with None, this process reads every chunk.
+    Returns one result list per chunk, in chunk order. ``on_progress(n)`` is called with
+    the number of trials newly read (by either process) as the caller goes.
     """
     if worker is None:
-        worker = start()
-    if worker is None:
-        return [read_chunk(chunk) for chunk in chunks]
+        results = []
+        for chunk in chunks:
+            results.append(read_chunk(chunk))
+            if on_progress:
+                on_progress(len(chunk))
+        return results
     try:
         return _share(chunks, read_chunk, on_progress, worker)
     finally:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -469,7 +470,7 @@ def _read_trial(folder: Path) -> _Trial:
             folder, path, "is empty; expected a Harbor TrialResult (Harbor may still be writing it)"
         )
     try:
-        obj = json.loads(raw)
+        obj = _on_fresh_stack(json.loads, raw)
     except UnicodeDecodeError as exc:
         return _bad_trial(folder, path, f"is not UTF-8 ({exc.reason}); expected UTF-8 JSON")
     except json.JSONDecodeError as exc:
@@ -484,7 +485,11 @@ def _read_trial(folder: Path) -> _Trial:
         return _bad_trial(folder, path, "is nested too deeply to read; expected a TrialResult")
     except ValueError as exc:  # an integer literal past sys.get_int_max_str_digits()
         return _bad_trial(folder, path, f"cannot be read ({exc}); expected a TrialResult")
-    if b"\\u" in raw and not _is_utf8(obj):
+    try:
+        lone_surrogate = b"\\u" in raw and not _on_fresh_stack(_is_utf8, obj)
+    except RecursionError:
+        return _bad_trial(folder, path, "is nested too deeply to read; expected a TrialResult")
+    if lone_surrogate:
         return _bad_trial(
             folder, path, "holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its "
             "pair), which is not valid Unicode; expected UTF-8 text"
@@ -507,6 +512,34 @@ def _read_trial(folder: Path) -> _Trial:
     )
 
 
+def _on_fresh_stack(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)``, and if it runs out of stack, once more on a new thread's empty stack.
+
+    How deep ``json`` may nest depends on how deep the caller's stack already is, so a
+    file near the limit could read in one call and fail in another (or in the worker
+    process of read_harbor_job). Retrying from an empty stack makes the answer depend on
+    the file and the recursion limit alone.
+    """
+    try:
+        return fn(arg)
+    except RecursionError:
+        pass
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn(arg)
+        except BaseException as exc:  # re-raised in the caller's thread below
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, name="metrickit-fresh-stack")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def _is_utf8(obj: Any) -> bool:
     """Whether every string in a parsed JSON value can be written as UTF-8."""
     try:
@@ -521,13 +554,18 @@ _FIELD = re.compile(r"^field '([^']+)'")
 
 def _key_line(raw: bytes, key: str) -> int:
     """The line of ``"key":`` in the file when it occurs exactly once, else 0 (unknown:
-    better no line than a wrong one)."""
-    pattern = re.compile(re.escape(json.dumps(key).encode()) + rb"\s*:")
-    found = pattern.finditer(raw)
-    first = next(found, None)
-    if first is None or next(found, None) is not None:
+    better no line than a wrong one). Both spellings of a non-ASCII key count, and a
+    match must start a key (after ``{``, ``,`` or whitespace), not sit inside a string."""
+    spellings = {json.dumps(key).encode(), json.dumps(key, ensure_ascii=False).encode()}
+    starts: list[int] = []
+    for spelling in spellings:
+        pattern = re.compile(rb"(?<=[{,\s])" + re.escape(spelling) + rb"\s*:")
+        starts += [m.start() for m in pattern.finditer(raw)]
+        if len(starts) > 1:
+            return 0
+    if len(starts) != 1:
         return 0
-    return raw.count(b"\n", 0, first.start()) + 1
+    return raw.count(b"\n", 0, starts[0]) + 1
 
 
 def _field_line(raw: bytes, message: str) -> int:
@@ -535,8 +573,10 @@ def _field_line(raw: bytes, message: str) -> int:
     match = _FIELD.match(message)
     if match is None or "is missing" in message:
         return 0
-    last = re.sub(r"\[\d+\]$", "", match.group(1).rsplit(".", 1)[-1])
-    return _key_line(raw, last) if last else 0
+    last = match.group(1).rsplit(".", 1)[-1]
+    if not last or last.endswith("]"):
+        return 0  # a list element: its key's line is not the element's
+    return _key_line(raw, last)
 
 
 def _bad_trial(folder: Path, path: Path, message: str, line: int = 0) -> _Trial:

@@ -197,7 +197,7 @@ def read_harbor_job(
     jobs = [job for root in roots for job in _find_jobs(root)]
     if workers not in (None, 1, 2):
         raise ValueError(f"workers={workers!r}; expected 1, 2 or None (automatic)")
-    helper = None
+    helper, attempted = None, False
     # Entries of the job folders bound the trial count; listing names is cheap next to
     # the stat calls _subdirs makes, so the worker starts while those run.
     if workers == 2 or (
@@ -207,10 +207,10 @@ def read_harbor_job(
     ):
         from metrickit import _harbor_worker
 
-        helper = _harbor_worker.start()
+        helper, attempted = _harbor_worker.start(), True
     try:
         folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
-        trials = _read_all([f for _, f in folders], progress, workers, helper)
+        trials = _read_all([f for _, f in folders], progress, workers, helper, attempted)
     except BaseException:
         from metrickit import _harbor_worker
 
@@ -242,7 +242,11 @@ def read_harbor_job(
 
 
 def _read_all(
-    folders: list[Path], progress: bool | None, workers: int | None, helper: Any = None
+    folders: list[Path],
+    progress: bool | None,
+    workers: int | None,
+    helper: Any = None,
+    attempted: bool = False,
 ) -> list[_Trial]:
     """Every trial folder read, in order: here, or shared with a second process.
 
@@ -257,6 +261,8 @@ def _read_all(
         workers = 2 if len(folders) >= _SHARED_MIN and (os.cpu_count() or 1) >= 2 else 1
     if workers not in (1, 2):
         raise ValueError(f"workers={workers!r}; expected 1, 2 or None (automatic)")
+    if workers == 2 and helper is None and not attempted:
+        helper = _harbor_worker.start()  # None where a worker cannot run: one process then
     if workers == 1:
         _harbor_worker.cancel(helper)
     show = progress if progress is not None else len(folders) >= _PROGRESS_MIN

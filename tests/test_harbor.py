@@ -432,3 +432,16 @@ def test_field_errors_name_the_line_of_the_field(tmp_path):
     bad_reward.unlink()
     _, problems = mk.read_harbor_job(job, errors="report")
     assert [(p.line, "cost_usd" in p.message) for p in problems] == [(0, True)]
+
+
+def test_field_lines_are_never_guessed():
+    from metrickit._trials import _field_line, _key_line
+
+    raw = b'{\n "step_results": [\n  {},\n  5\n ],\n "a": {"my\\"n_tokens": 1},\n "x": 2\n}'
+    assert _field_line(raw, "field 'step_results[1]' is 5; expected an object") == 0
+    assert _key_line(raw, "n_tokens") == 0  # only inside another key's string
+    assert _key_line(raw, "x") == 7
+    utf8 = '{\n "ключ": 1,\n "b": 2\n}'.encode()
+    assert _key_line(utf8, "ключ") == 2
+    both = '{\n "é": 1,\n "c": {"\\u00e9": 2}\n}'.encode()
+    assert _key_line(both, "é") == 0  # two spellings, two places: unknown

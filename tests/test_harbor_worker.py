@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import warnings
@@ -156,3 +157,41 @@ def test_the_worker_reads_with_the_callers_int_digit_limit(tmp_path, monkeypatch
     assert "zz_huge" not in here  # read by the worker (it starts from the end)
     assert [str(p) for p in one] == [str(p) for p in two]
     assert any("huge" in str(p) for p in one)
+
+
+def test_deeply_nested_trials_read_the_same_from_any_stack_depth(tmp_path):
+    # How deep json may nest depends on the caller's stack; near the limit a trial could
+    # read in one call and fail in another (or in the worker). Such a trial is retried on
+    # an empty stack, so only the file and the recursion limit decide (review finding).
+    job = tmp_path / "job"
+    folder = write_trial(job, "deep", task="t", rewards={"reward": 1})
+    obj = json.loads((folder / "result.json").read_text())
+    depth = sys.getrecursionlimit() - 80
+    text = json.dumps(obj)[:-1] + ', "deep": ' + "[" * depth + "]" * depth + "}"
+    (folder / "result.json").write_text(text)
+
+    def nested(n):
+        if n:
+            return nested(n - 1)
+        return mk.read_harbor_job(job, errors="report", workers=1, progress=False)[1]
+
+    assert nested(0) == nested(150) == []
+    too_deep = tmp_path / "job2"
+    folder = write_trial(too_deep, "deeper", task="t", rewards={"reward": 1})
+    depth = sys.getrecursionlimit() + 10
+    text = json.dumps(obj)[:-1] + ', "deep": ' + "[" * depth + "]" * depth + "}"
+    (folder / "result.json").write_text(text)
+    problems = mk.read_harbor_job(too_deep, errors="report", progress=False)[1]
+    assert len(problems) == 1 and "nested too deeply" in problems[0].message
+
+
+def test_no_worker_where_none_can_run(tmp_path, monkeypatch):
+    # A frozen app's executable is the app itself: read in this process, quietly.
+    job = _job(tmp_path, n=10)
+    expected = mk.read_harbor_job(job, errors="report", workers=1, progress=False)[0]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert worker.start() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mk.read_harbor_job(job, errors="report", workers=2, progress=False)[0]
+    pd.testing.assert_frame_equal(expected, got)
