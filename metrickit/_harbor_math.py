@@ -59,7 +59,8 @@ def _int_sum(values: FloatArray) -> int:
 
 # CPython's sum adds ints in a C long while it can; the first partial sum outside this
 # range makes it fall back to plain ``+`` for the rest of the list: ints stay exact, but
-# floats after that are added *without* compensation.
+# floats after that are added *without* compensation. A C long has 64 bits where Harbor
+# runs (Linux, macOS); on Windows it has 32, which this does not model.
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
