@@ -103,10 +103,11 @@ Backend = Literal["pandas", "polars"]
 
 TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
 _PROGRESS_MIN = 200
-# From this many trial folders on, a second process reads half of them (it costs ~0.3 s
-# to start, the time this process needs for ~2,500 trials); chunks of this many folders.
-_SHARED_MIN = 2_000
-_SHARED_CHUNK = 250
+# From this many trial folders on, a second process reads part of them. Measured on a
+# 2-vCPU VM (benchmarks/bench_jobs.py): 0.80-1.06x on 10,000 trials (the frame is built
+# in one process, and the second vCPU was often busy), 1.0-1.14x on 30,000.
+_SHARED_MIN = 20_000
+_SHARED_CHUNK = 250  # trial folders per chunk the two processes take turns on
 
 # ---------------------------------------------------------------------------
 # Public API
@@ -159,7 +160,7 @@ def read_harbor_job(
     workers
         ``1``: read every trial in this process. ``2``: share the folders with a second
         process (:mod:`metrickit._harbor_worker`), using two cores. None
-        (default): 2 from 2,000 trial folders on when the machine has two cores. The
+        (default): 2 from 20,000 trial folders on when the machine has two cores. The
         result is the same either way; if the second process fails, this one reads its
         share and a ``RuntimeWarning`` says so.
 
