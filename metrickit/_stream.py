@@ -39,6 +39,13 @@ Number = int | float
 Piece = tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], int]
 
 
+def _native(frame: Any) -> Any:
+    """The native frame inside a narwhals LazyFrame (anything else as it is)."""
+    import narwhals as nw
+
+    return frame.to_native() if isinstance(frame, nw.LazyFrame) else frame
+
+
 def is_dask(obj: Any) -> bool:
     """A Dask DataFrame (without importing dask when it is not in use)."""
     dd = sys.modules.get("dask.dataframe")
@@ -57,10 +64,8 @@ def is_lazy(obj: Any) -> bool:
 
 def materialize(frame: Any) -> Any:
     """An eager frame with the same rows (polars: streaming engine; Dask: ``compute``)."""
-    import narwhals as nw
 
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.to_native()
+    frame = _native(frame)
     if is_dask(frame):
         return frame.compute().reset_index(drop=True)
     return frame.collect(engine="streaming")
@@ -157,10 +162,8 @@ def _polars_batches(frame: Any) -> Iterator[Any]:
 
 def eager_batches(frame: Any) -> Iterator[Any]:
     """The rows of a lazy or Dask frame as eager frames, in row order, one at a time."""
-    import narwhals as nw
 
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.to_native()
+    frame = _native(frame)
     if is_dask(frame):
         from metrickit._dask import iter_partitions
 
@@ -171,10 +174,8 @@ def eager_batches(frame: Any) -> Iterator[Any]:
 
 def empty_like(frame: Any) -> Any:
     """An eager frame with the lazy frame's columns and no rows."""
-    import narwhals as nw
 
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.to_native()
+    frame = _native(frame)
     if is_dask(frame):
         return frame._meta
     return frame.clear().collect()
@@ -182,12 +183,10 @@ def empty_like(frame: Any) -> Any:
 
 def lazy_reward_keys(frame: Any) -> list[str]:
     """The reward keys of a lazy or Dask frame, from its schema."""
-    import narwhals as nw
 
     from metrickit.rewards import reward_keys
 
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.to_native()
+    frame = _native(frame)
     if is_dask(frame):
         names = [str(c) for c in frame.columns]
         return [c for c in names if KIND_PREFIX + c in names] or [
@@ -199,12 +198,11 @@ def lazy_reward_keys(frame: Any) -> list[str]:
 def occurring_keys(frame: Any) -> list[str]:
     """The reward keys that occur in a lazy or Dask frame: Harbor's (and the eager
     frame's) key set. A scan's schema is exactly that; any other frame takes a pass."""
-    import narwhals as nw
 
     from metrickit.aggregate import reward_arrays
     from metrickit.scan import SCAN_ATTRIBUTE
 
-    native = frame.to_native() if isinstance(frame, nw.LazyFrame) else frame
+    native = _native(frame)
     order = lazy_reward_keys(native)
     if getattr(native, SCAN_ATTRIBUTE, None) is not None:
         return order  # the schema pass found every key in the data itself
@@ -222,8 +220,7 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
 
     from metrickit.scan import SCAN_ATTRIBUTE
 
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.to_native()
+    frame = _native(frame)
     spec = getattr(frame, SCAN_ATTRIBUTE, None)
     if spec is not None and (by is None or _is_source(by)):
         return _scan_pieces(spec, by is not None), None

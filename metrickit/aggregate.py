@@ -211,10 +211,9 @@ def _harbor_result(
     # (never from one of the pool's own threads: waiting there could starve the pool)
     in_pool = threading.current_thread().name.startswith(_POOL_PREFIX)
     if workers > 1 and n >= _THREADED_ROWS and not in_pool:
-        # One key per thread: Harbor's sum is a sequential cumsum that numpy runs
-        # without the GIL, so keys aggregate side by side on several cores.
+        # Harbor's sum is a sequential cumsum that numpy runs without the GIL, so keys
+        # aggregate side by side, interleaved in pieces so no thread idles.
         if fn is _mean or fn is harbor_sum:
-            # the sequential sums, interleaved in pieces so no thread idles
             sums = harbor_sums([(values[k], is_int[k]) for k in keys], _pool())
             results = [total / n for total in sums] if fn is _mean else sums
         else:

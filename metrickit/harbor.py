@@ -198,7 +198,9 @@ def read_harbor_job(
     jobs = [job for root in roots for job in _find_jobs(root)]
     if workers not in (None, 1, 2):
         raise ValueError(f"workers={workers!r}; expected 1, 2 or None (automatic)")
-    helper, attempted = None, False
+    from metrickit import _harbor_worker
+
+    helper = None
     # Entries of the job folders bound the trial count; listing names is cheap next to
     # the stat calls _subdirs makes, so the worker starts while those run.
     if workers == 2 or (
@@ -206,15 +208,14 @@ def read_harbor_job(
         and (os.cpu_count() or 1) >= 2
         and sum(len(os.listdir(job)) for job in jobs) >= _SHARED_MIN
     ):
-        from metrickit import _harbor_worker
-
-        helper, attempted = _harbor_worker.start(), True
+        helper = _harbor_worker.start()  # None where a worker cannot run: one process then
     try:
         folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
-        trials = _read_all([f for _, f in folders], progress, workers, helper, attempted)
+        if workers is None and len(folders) < _SHARED_MIN:
+            _harbor_worker.cancel(helper)  # fewer trials than the entries suggested
+            helper = None
+        trials = _read_all([f for _, f in folders], progress, helper)
     except BaseException:
-        from metrickit import _harbor_worker
-
         _harbor_worker.cancel(helper)  # e.g. Ctrl-C while listing: no orphan left behind
         raise
     problems = [t.problem for t in trials if t.problem is not None]
@@ -242,30 +243,12 @@ def read_harbor_job(
     return (frame, problems) if errors == "report" else frame
 
 
-def _read_all(
-    folders: list[Path],
-    progress: bool | None,
-    workers: int | None,
-    helper: Any = None,
-    attempted: bool = False,
-) -> list[_Trial]:
-    """Every trial folder read, in order: here, or shared with a second process.
-
-    json parsing and validation hold the GIL (a thread pool measured slower than one
-    thread), so the second core is used by a worker process
-    (:mod:`metrickit._harbor_worker`, started as ``helper``) when there are enough
-    trials to pay for starting it.
-    """
+def _read_all(folders: list[Path], progress: bool | None, helper: Any = None) -> list[_Trial]:
+    """Every trial folder read, in order: here, or shared with the worker process
+    ``helper`` (:mod:`metrickit._harbor_worker`; json parsing and validation hold the GIL,
+    so a thread pool measured slower than one thread)."""
     from metrickit import _harbor_worker
 
-    if workers is None:
-        workers = 2 if len(folders) >= _SHARED_MIN and (os.cpu_count() or 1) >= 2 else 1
-    if workers not in (1, 2):
-        raise ValueError(f"workers={workers!r}; expected 1, 2 or None (automatic)")
-    if workers == 2 and helper is None and not attempted:
-        helper = _harbor_worker.start()  # None where a worker cannot run: one process then
-    if workers == 1:
-        _harbor_worker.cancel(helper)
     show = progress if progress is not None else len(folders) >= _PROGRESS_MIN
     bar = None
     if show:
@@ -273,13 +256,6 @@ def _read_all(
 
         bar = tqdm(total=len(folders), desc="reading trials", unit="trial")
     try:
-        if workers == 1:
-            out = []
-            for folder in folders:
-                out.append(_read_trial(folder))
-                if bar is not None:
-                    bar.update(1)
-            return out
         chunks = [folders[i : i + _SHARED_CHUNK] for i in range(0, len(folders), _SHARED_CHUNK)]
         parts = _harbor_worker.read_shared(
             chunks,

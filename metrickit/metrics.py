@@ -32,8 +32,8 @@ import numpy.typing as npt
 from metrickit.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
 from metrickit.errors import MetricError
 
-# While a lazy frame streams batch by batch, the reward keys are the whole frame's (from
-# its schema), not those that happen to occur in one batch.
+# While a lazy frame streams batch by batch, the reward keys are those that occur in the
+# whole frame, not those that happen to occur in one batch.
 _FIXED_KEYS: ContextVar[list[str] | None] = ContextVar("metrickit_fixed_keys", default=None)
 
 __all__ = [
@@ -178,26 +178,18 @@ class Metric:
         """
         from metrickit._stream import is_lazy
 
-        if (
+        streamed = (
             is_lazy(frame)
             and self.exact is None
             and self.values is not None
             and self.reduce in _STREAMED
-        ):
-            try:
-                result: Any = _stream_values(self, frame)
-                if isinstance(result, Mapping) and len(result) == 1:
-                    result = next(iter(result.values()))
-            except MetricError:
-                raise
-            except Exception as exc:
-                raise MetricError(
-                    f"metric {self.name!r} raised {type(exc).__name__}: {exc}"
-                ) from exc
-            return _check_result(self.name, result)
-        nf = _nw(frame, lazy_ok=self.exact is not None)
+        )
+        nf = None if streamed else _nw(frame, lazy_ok=self.exact is not None)
         try:
-            if self.exact is not None:
+            result: Any
+            if streamed:
+                result = _stream_values(self, frame)
+            elif self.exact is not None:
                 result = self.exact(nf)
             elif self.function is not None:
                 result = self.function(nf)
@@ -229,12 +221,9 @@ class _Running:
     def add(self, values: Array) -> None:
         if values.size:
             self.sums.append(float(np.sum(values)))  # pairwise within the batch
-            # NaN wins, as in numpy's min/max of all rows (builtin min() would drop it)
-            low, high = float(values.min()), float(values.max())
-            if math.isnan(low) or low < self.low:
-                self.low = low if not math.isnan(self.low) else self.low
-            if math.isnan(high) or high > self.high:
-                self.high = high if not math.isnan(self.high) else self.high
+            # np.minimum/maximum keep a NaN, as numpy's min/max of all rows would
+            self.low = float(np.minimum(self.low, values.min()))
+            self.high = float(np.maximum(self.high, values.max()))
             self.n += values.size
 
     def result(self, reduce: Reducer) -> float:
@@ -250,26 +239,18 @@ class _Running:
 
 def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
     """A per-row metric reduced batch by batch: only one batch of rows in memory."""
-    from metrickit._stream import eager_batches, occurring_keys
+    from metrickit._stream import eager_batches, empty_like, occurring_keys
 
     states: dict[str, _Running] = {}
-    keys = occurring_keys(frame)
-    token = _FIXED_KEYS.set(keys)
+    token = _FIXED_KEYS.set(occurring_keys(frame))
     try:
         for batch in eager_batches(frame):
             for name, values in metric.per_row(batch).items():
                 states.setdefault(name, _Running()).add(values)
+        if not states:  # no batch at all: the per-row names come from an empty frame
+            states = {name: _Running() for name in metric.per_row(empty_like(frame))}
     finally:
         _FIXED_KEYS.reset(token)
-    if not states:  # no batch at all: the per-row names come from an empty frame
-        from metrickit._stream import empty_like
-
-        token = _FIXED_KEYS.set(keys)
-        try:
-            names = list(metric.per_row(empty_like(frame)))
-        finally:
-            _FIXED_KEYS.reset(token)
-        states = {name: _Running() for name in names}
     return {name: state.result(metric.reduce) for name, state in states.items()}
 
 

@@ -251,6 +251,13 @@ def _is_file(s: str) -> bool:
         return False
 
 
+def _directory_message(path: Path) -> str:
+    return (
+        f"{path}: is a directory; pass a reward .jsonl file (or use read_harbor_job for a "
+        "Harbor job folder)"
+    )
+
+
 def iter_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
     """A file (``.gz`` decompressed on the fly) in pieces of about ``block_bytes``, each
     cut just after a newline, so a large file is never held whole."""
@@ -260,20 +267,14 @@ def iter_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
     except FileNotFoundError:
         raise RewardFileError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise RewardFileError(
-            f"{path}: is a directory; pass a reward .jsonl file (or use read_harbor_job "
-            "for a Harbor job folder)"
-        ) from None
+        raise RewardFileError(_directory_message(path)) from None
     carry = b""
     with fh:
         while True:
             try:
                 chunk = fh.read(size)
             except IsADirectoryError:
-                raise RewardFileError(
-                    f"{path}: is a directory; pass a reward .jsonl file (or use "
-                    "read_harbor_job for a Harbor job folder)"
-                ) from None
+                raise RewardFileError(_directory_message(path)) from None
             except (OSError, EOFError, zlib.error) as exc:
                 what = "not a readable gzip file" if path.suffix == ".gz" else "cannot be read"
                 raise RewardFileError(f"{path}: {what} ({exc})") from None
@@ -403,20 +404,11 @@ def parse_blocks(name: str, blocks: Iterable[bytes]) -> tuple[list[Parsed], list
 def _concat(name: str, parts: list[Parsed]) -> Parsed:
     if len(parts) == 1:
         return parts[0]
-    keys = sorted({k for p in parts for k in p.values})
-    empty = np.zeros(0, np.int64)
-    out = Parsed(
-        name,
-        np.concatenate([p.lines for p in parts]) if parts else empty,
-        np.concatenate([p.status for p in parts]) if parts else empty.astype(np.uint8),
-        newlines=sum(p.newlines for p in parts),
+    newlines = sum(p.newlines for p in parts)
+    _, cols = _merge(parts)
+    return Parsed(
+        name, cols["lines"], cols["status"], cols["values"], cols["kinds"], newlines=newlines
     )
-    for key in keys:
-        out.values[key] = np.concatenate(
-            [p.values.get(key, np.zeros(p.n, np.float64)) for p in parts]
-        )
-        out.kinds[key] = np.concatenate([p.kinds.get(key, np.zeros(p.n, np.uint8)) for p in parts])
-    return out
 
 
 class _Obj(dict[str, Any]):
@@ -947,15 +939,10 @@ def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Serie
 def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
     import polars as pl
 
-    if not cols["sources"]:  # no input at all: nothing to gather
-        series = [
-            pl.Series("_source", [], dtype=pl.Enum([])),
-            pl.Series("_line", cols["lines"], dtype=pl.Int64),
-            pl.Series("_status", [], dtype=pl.Enum(STATUSES)),
-        ]
-        series += [pl.Series(key, [], dtype=pl.Float64) for key in keys]
-        series += [pl.Series(KIND_PREFIX + k, [], dtype=pl.Enum(KINDS)) for k in keys]
-        return pl.DataFrame({s.name: s for s in series})
+    if not cols["sources"]:  # no input at all (so no keys either): nothing to gather
+        return pl.DataFrame(
+            schema={"_source": pl.Enum([]), "_line": pl.Int64, "_status": pl.Enum(STATUSES)}
+        )
     # The numpy columns as they are (codes included), then one select that turns every
     # code column into its Enum by a gather on the categories: polars runs them in
     # parallel, ~4x faster than one Series at a time.
