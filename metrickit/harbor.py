@@ -481,9 +481,29 @@ def job_metrics(
     rows = _rows_for_policy(trials, policy)
     out = aggregate(rows, metric, by=by) if len(rows) else {}
     # Evaluations with no counted trial: Harbor's "metrics": [] (listed, not dropped).
-    for label in group_indices(trials, by):
-        out.setdefault(label, {})
-    return {label: out[label] for label in group_indices(trials, by)}
+    # A running trial whose config.json is not written yet has no evaluation: not listed.
+    return {label: out.get(label, {}) for label in group_indices(_known_rows(trials, by), by)}
+
+
+def _known_rows(trials: Any, by: str | Sequence[str]) -> Any:
+    """``trials`` without the running trials whose group is unknown (a null ``by`` value).
+
+    Harbor creates a trial folder before it writes the trial's ``config.json``; until
+    then the trial is running with no ``eval``. It counts nowhere, so it is no group.
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    by_cols = [by] if isinstance(by, str) else list(by)
+    if "_status" not in nf.columns or any(c not in nf.columns for c in by_cols):
+        return trials  # group_indices names the missing column
+    unknown = nf.get_column(by_cols[0]).is_null()
+    for col in by_cols[1:]:
+        unknown = unknown | nf.get_column(col).is_null()
+    unknown = unknown & (nf.get_column("_status").cast(nw.String) == "running")
+    if not unknown.any():
+        return trials
+    return nf.filter(~unknown).to_native()
 
 
 def read_job_result(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -561,8 +581,14 @@ def summarize_job(
         f"Harbor job {Path(path)}: {len(trials)} trial(s)",
         f"policy {policy} ({why})",
     ]
-    for label, idx in _groups(trials):
-        sub = trials.iloc[idx]
+    known = _known_rows(trials, "eval")
+    if len(known) < len(trials):
+        lines.append(
+            f"{len(trials) - len(known)} running trial(s) without config.json yet "
+            "(evaluation not known, not counted)"
+        )
+    for label, idx in _groups(known):
+        sub = known.iloc[idx]
         running = int((sub["_status"].astype(str) == "running").sum())
         done = sub[sub["_status"].astype(str) != "running"]
         lines.append("")

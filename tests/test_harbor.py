@@ -445,3 +445,40 @@ def test_field_lines_are_never_guessed():
     assert _key_line(utf8, "ключ") == 2
     both = '{\n "é": 1,\n "c": {"\\u00e9": 2}\n}'.encode()
     assert _key_line(both, "é") == 0  # two spellings, two places: unknown
+
+
+# --- a job in progress (issue 13, defect 2) ---------------------------------------------
+
+
+def _job_with_unconfigured_trial(tmp_path: Path) -> Path:
+    """The sample job plus a trial folder Harbor has created but not configured yet."""
+    import shutil
+
+    job = tmp_path / JOB_025.name
+    shutil.copytree(JOB_025, job)
+    for part in ("agent", "verifier", "artifacts"):
+        (job / "new-task__Zz9Yy8X" / part).mkdir(parents=True)
+    return job
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_running_trial_without_config_never_counts_nor_crashes(tmp_path, backend):
+    job = _job_with_unconfigured_trial(tmp_path)
+    trials = mk.read_harbor_job(job, backend=backend)
+    assert len(trials) == 25
+    key = "terminus-2__claude-sonnet-4-5__terminal-bench-mini"
+    # it was KeyError: nan (both policies, both backends)
+    assert job_metrics(trials) == {key: {"mean": 0.5}} == stored_metrics(JOB_025)
+    assert job_metrics(trials, policy="0.26") == {key: {"mean": 0.5217391304347826}}
+    assert job_metrics(trials, metric="max") == {key: {"max": 1}}
+    assert mk.pass_at_k(trials).harbor == mk.pass_at_k(mk.read_harbor_job(JOB_025)).harbor
+    assert mk.aggregate(trials, by="eval") == stored_metrics(JOB_025)
+
+
+def test_summarize_job_in_progress(tmp_path, capsys):
+    job = _job_with_unconfigured_trial(tmp_path)
+    assert main(["summarize", str(job)]) == 0  # was exit 1 with a KeyError traceback
+    out = capsys.readouterr().out
+    assert "1 running trial(s) without config.json yet" in out
+    assert "trials: 24 finished, 0 running; tasks: 6" in out
+    assert "Harbor metrics (0.25): {'mean': 0.5}" in out
