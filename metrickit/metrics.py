@@ -19,6 +19,7 @@ a whole matrix of bootstrap resamples at once.
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -473,51 +474,117 @@ def _normalise(metrics: Any) -> list[Metric]:
 
 @dataclass
 class Comparison:
-    """Metric definitions side by side.
+    """Metric definitions side by side, with how sure each ranking is.
 
     ``table``: one row per (group, metric output) with ``value``, ``ci_low``, ``ci_high``,
-    ``ci_method``, ``n`` and ``rank`` (1 = best under that metric).
+    ``ci_method``, ``n`` (rows), ``n_tasks``, ``rank`` (1 = best under that metric),
+    ``rank_low``/``rank_high`` (the 95 % interval of the rank over task resamples),
+    ``p_best`` (share of resamples in which the group is best) and ``best_group`` (the
+    leader and every group tied with it: its rank interval reaches the leader's, or its
+    difference from the leader is not significant after Holm's adjustment over all pairs).
     ``agreement``: Kendall's tau between the group rankings of each pair of metrics.
+    ``pairwise``: every pair of groups under each mean-type metric, compared task by task
+    (paired t over shared tasks; Welch's t when groups share none), with Holm-adjusted
+    p-values (``p_holm``) over the pairs of that metric.
+    ``notes``: what has no interval or rank interval, and why.
     """
 
     table: Any
     agreement: Any
     by: Any
+    pairwise: Any = None
+    notes: list[str] = field(default_factory=list)
 
     def _repr_html_(self) -> str:
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         return (
             "<h4>metrics</h4>"
             + self.table.to_html(index=False)
-            + "<h4>rank agreement (Kendall's tau)</h4>"
+            + "<h4>best (tied candidates listed together)</h4><ul>"
+            + "".join(f"<li>{html.escape(k)}: {html.escape(self._best_text(k))}</li>"
+                      for k in self.best())
+            + "</ul><h4>rank agreement (Kendall's tau)</h4>"
             + self.agreement.to_html(index=False)
+            + (f"<ul>{notes}</ul>" if notes else "")
         )
 
     def __repr__(self) -> str:
-        return f"{self.table}\n\nrank agreement (Kendall's tau):\n{self.agreement}"
+        best = "\n".join(f"  {k}: {self._best_text(k)}" for k in self.best())
+        notes = "".join(f"\nnote: {n}" for n in self.notes)
+        return (
+            f"{self.table}\n\nbest (tied candidates listed together):\n{best}"
+            f"\n\nrank agreement (Kendall's tau):\n{self.agreement}{notes}"
+        )
 
     def pivot(self, column: str = "value") -> Any:
         """Groups as rows, metrics as columns."""
         return self.table.pivot(index="group", columns="metric", values=column)
 
+    def best(self) -> dict[str, list[Any]]:
+        """Per metric, the best group, or every group tied for best (leader first)."""
+        out: dict[str, list[Any]] = {}
+        for label, part in self.table.groupby("metric", sort=False):
+            members = part[part["best_group"]].sort_values(["rank", "p_best"],
+                                                            ascending=[True, False])
+            out[str(label)] = list(members["group"])
+        return out
+
+    def _best_text(self, metric: str) -> str:
+        members = self.best()[metric]
+        if not members:
+            return "no rank interval"
+        if len(members) == 1:
+            return f"{members[0]} (best at 95 %)"
+        return "tied: " + ", ".join(map(str, members))
+
+
+CI_METHODS = ("auto", "analytic", "wilson", "bootstrap", "bca", "none")
+
+
+def _no_interval_reason(metric: Metric) -> str | None:
+    if metric.reduce is _max or metric.reduce is _min:
+        which = "max" if metric.reduce is _max else "min"
+        return f"none ({which}: no honest interval for an extreme value)"
+    return None
+
 
 def _interval(
-    metric: Metric, rows: Array, *, confidence: float, ci: str, n_resamples: int, seed: int
+    metric: Metric,
+    rows: Array,
+    clusters: npt.NDArray[np.intp] | None,
+    *,
+    confidence: float,
+    ci: str,
+    n_resamples: int,
+    seed: int,
 ) -> tuple[float, float, str]:
     from metrickit import stats
 
+    reason = _no_interval_reason(metric)
+    if reason is not None:
+        return math.nan, math.nan, reason
     n = rows.shape[-1]
-    if n < 2:
-        return math.nan, math.nan, "none"
     if metric.reduce is _mean:
-        binary = bool(np.all((rows == 0) | (rows == 1)))
-        method = ci if ci != "auto" else ("wilson" if binary else "analytic")
-        if method == "wilson" and not binary:
-            method = "analytic"
-        if method in ("analytic", "wilson", "bootstrap", "bca"):
-            iv = stats.mean_ci(
-                rows, method=method, confidence=confidence, n_resamples=n_resamples, seed=seed
-            )
+        if ci == "auto":
+            iv = stats.mean_ci(rows, confidence=confidence, clusters=clusters)
+            method = iv.method + (f" ({iv.note})" if iv.note else "")
             return iv.low, iv.high, method
+        binary = bool(np.all((rows == 0) | (rows == 1)))
+        method = "analytic" if ci == "wilson" and not binary else ci
+        if n < 2 and method != "wilson":
+            return math.nan, math.nan, "none (one value)"
+        iv = stats.mean_ci(
+            rows, method=method, confidence=confidence, n_resamples=n_resamples, seed=seed
+        )
+        return iv.low, iv.high, method
+    if n < 2:
+        return math.nan, math.nan, "none (one value)"
+    if clusters is not None and len(np.unique(clusters)) < n:
+        low, high = _cluster_bootstrap(
+            rows, clusters, metric.reduce, confidence=confidence, n_resamples=n_resamples,
+            seed=seed,
+        )
+        return low, high, "bootstrap over tasks"
     method = "bca" if ci == "bca" else "bootstrap"
     iv = stats.bootstrap_ci(
         rows,
@@ -528,6 +595,31 @@ def _interval(
         seed=seed,
     )
     return iv.low, iv.high, method
+
+
+def _cluster_bootstrap(
+    x: Array,
+    clusters: npt.NDArray[np.intp],
+    reduce: Reducer,
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, float]:
+    """Percentile bootstrap that resamples whole clusters (tasks) with their rows."""
+    order = np.argsort(clusters, kind="stable")
+    _, first, sizes = np.unique(clusters[order], return_index=True, return_counts=True)
+    g = sizes.size
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_resamples)
+    for i in range(n_resamples):
+        pick = rng.integers(0, g, g)
+        lengths = sizes[pick]
+        starts = np.repeat(first[pick] - np.cumsum(lengths) + lengths, lengths)
+        idx = order[starts + np.arange(lengths.sum())]
+        draws[i] = float(reduce(x[idx]))
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha))
 
 
 def _free_interval(
@@ -552,6 +644,12 @@ def _free_interval(
     }
 
 
+def _label(metric: Metric, out_name: str, n_outputs: int) -> str:
+    if n_outputs == 1:
+        return metric.name
+    return out_name if "[" in out_name else f"{metric.name}[{out_name}]"
+
+
 def compare_metrics(
     frame: Any,
     metrics: Any,
@@ -559,11 +657,13 @@ def compare_metrics(
     by: str | Sequence[str] | None = None,
     confidence: float = 0.95,
     ci: str = "auto",
+    cluster: str | None = "auto",
     n_resamples: int = 2000,
+    rank_resamples: int = 1000,
     free_resamples: int = 200,
     seed: int = 0,
 ) -> Comparison:
-    """Several metric definitions over the same rewards, with uncertainty and ranks.
+    """Several metric definitions over the same rewards, with uncertainty, ranks and ties.
 
     Parameters
     ----------
@@ -576,26 +676,55 @@ def compare_metrics(
         Column(s) whose groups are compared (``"agent"``, ``"_source"``); ``None`` for
         the whole frame as one group.
     ci
-        ``"auto"`` (Wilson for 0/1 per-row values, t-interval for other means, percentile
-        bootstrap for other reductions), ``"analytic"``, ``"bootstrap"``, ``"bca"``,
-        or ``"none"``. Free-function metrics are bootstrapped with ``free_resamples``
-        calls; script metrics get no interval (``ci_method == "none"``).
+        ``"auto"`` (default): for means, :func:`metrickit.mean_ci`'s default (Wilson for
+        0/1 values, t cut to the value range otherwise, clustered by task where tasks
+        repeat); a percentile bootstrap (over tasks where tasks repeat) for medians and
+        quantiles; none for ``max``/``min``, which have no honest interval.
+        ``"analytic"``, ``"wilson"``, ``"bootstrap"``, ``"bca"`` force a method over rows
+        (attempts treated as independent); ``"none"`` skips intervals. Free-function
+        metrics are bootstrapped over rows with ``free_resamples`` calls; script metrics
+        get no interval.
+    cluster
+        The task column (the sampling unit); ``"auto"`` takes ``task_name``, ``task``,
+        ``case_id``, ``sample_id`` or ``doc_id`` when the frame has one. ``None`` treats
+        rows as independent.
+    rank_resamples
+        Task resamples behind ``rank_low``/``rank_high``/``p_best`` (mean-type metrics).
 
     Returns
     -------
     Comparison
-        ``.table`` (tidy, pandas) and ``.agreement`` (Kendall's tau per metric pair).
+        ``.table`` (tidy, pandas), ``.best()``, ``.pairwise``, ``.agreement``.
+
+    Raises
+    ------
+    StatsError
+        An unknown ``ci``; a ``cluster`` column that is not there.
     """
     import pandas as pd
     from scipy.stats import kendalltau
 
+    from metrickit.ranking import TaskResampler, best_group, task_codes
+    from metrickit.stats import StatsError
+
+    if ci not in CI_METHODS:
+        raise StatsError(f"ci={ci!r}; expected one of {', '.join(map(repr, CI_METHODS))}")
     nf = _nw(frame)
     items = _normalise(metrics)
+    units, _ = task_codes(nf.to_native(), cluster)
     groups = group_indices(nf.to_native(), by) if by is not None else {"all": np.arange(len(nf))}
+    group_labels = list(groups)
+    row_group = np.empty(len(nf), dtype=np.intp)
+    for i, idx in enumerate(groups.values()):
+        row_group[idx] = i
     records: list[dict[str, Any]] = []
     higher: dict[str, bool] = {}
+    per_row_all: dict[str, Array] = {}
+    notes: list[str] = []
     for label, idx in groups.items():
         sub = nf[idx]
+        sub_units = units[idx] if units is not None else None
+        n_tasks = len(np.unique(sub_units)) if sub_units is not None else len(idx)
         for m in items:
             value = m.compute(sub)
             values = value if isinstance(value, dict) else {m.name: value}
@@ -606,7 +735,8 @@ def compare_metrics(
                     per_row = {m.name: next(iter(per_row.values()))}
                 for out_name, rows in per_row.items():
                     bounds[out_name] = _interval(
-                        m, rows, confidence=confidence, ci=ci, n_resamples=n_resamples, seed=seed
+                        m, rows, sub_units, confidence=confidence, ci=ci,
+                        n_resamples=n_resamples, seed=seed,
                     )
             elif ci != "none" and m.function is not None and m.resample:
                 for k, (lo, hi) in _free_interval(
@@ -614,12 +744,7 @@ def compare_metrics(
                 ).items():
                     bounds[k] = (lo, hi, "bootstrap-rows")
             for out_name, v in values.items():
-                if len(values) == 1:
-                    metric_label = m.name
-                elif "[" in out_name:
-                    metric_label = out_name
-                else:
-                    metric_label = f"{m.name}[{out_name}]"
+                metric_label = _label(m, out_name, len(values))
                 lo, hi, method = bounds.get(out_name, (math.nan, math.nan, "none"))
                 higher[metric_label] = m.higher_is_better
                 records.append(
@@ -631,17 +756,62 @@ def compare_metrics(
                         "ci_high": hi,
                         "ci_method": method,
                         "n": len(idx),
+                        "n_tasks": n_tasks,
                     }
                 )
+    # Per-row values over the whole frame, for the rank resampling (mean-type metrics).
+    for m in items:
+        if m.values is None or m.reduce is not _mean:
+            notes.append(
+                f"metric {m.name!r}: no rank interval (only means are resampled by task)"
+            )
+            continue
+        rows_all = m.per_row(nf)
+        for out_name, rows in rows_all.items():
+            per_row_all[_label(m, out_name, len(rows_all))] = rows
     table = pd.DataFrame.from_records(
-        records, columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n"]
+        records,
+        columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n", "n_tasks"],
     )
     table["rank"] = 0
+    for column in ("rank_low", "rank_high"):
+        table[column] = pd.array([pd.NA] * len(table), dtype="Int64")
+    table["p_best"] = np.nan
+    table["best_group"] = False
+    resampler = (
+        TaskResampler(row_group, len(groups), units, n_resamples=rank_resamples, seed=seed)
+        if per_row_all
+        else None
+    )
+    pair_tables = []
     for label_key, part in table.groupby("metric", sort=False):
-        ranks = part["value"].rank(ascending=not higher[str(label_key)], method="min")
+        key = str(label_key)
+        ranks = part["value"].rank(ascending=not higher[key], method="min")
         table.loc[part.index, "rank"] = ranks.astype(int)
+        if resampler is None or key not in per_row_all or len(part) != len(groups):
+            continue
+        x = per_row_all[key]
+        estimate = part["value"].to_numpy(dtype=np.float64)
+        ri, pairs = best_group(
+            group_labels, estimate, resampler, x, higher_is_better=higher[key],
+            confidence=confidence,
+        )
+        table.loc[part.index, "rank_low"] = ri.rank_low
+        table.loc[part.index, "rank_high"] = ri.rank_high
+        table.loc[part.index, "p_best"] = ri.p_best
+        table.loc[part.index, "best_group"] = ri.best_group
+        pair_tables.append(pairs.assign(metric=key))
+    if len(groups) > 2 and pair_tables:
+        notes.append(
+            "pairwise p-values are Holm-adjusted over the pairs of each metric (p_holm)"
+        )
+    pairwise = (
+        pd.concat(pair_tables, ignore_index=True)[["metric", *pair_tables[0].columns[:-1]]]
+        if pair_tables
+        else None
+    )
     labels = list(dict.fromkeys(table["metric"]))
-    pairs = []
+    pairs_tau = []
     wide = table.pivot(index="group", columns="metric", values="value")
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
@@ -652,10 +822,10 @@ def compare_metrics(
                 tau, p = float(result.statistic), float(result.pvalue)
             else:
                 tau, p = math.nan, math.nan
-            pairs.append(
+            pairs_tau.append(
                 {"metric_a": a, "metric_b": b, "kendall_tau": tau, "p_value": p, "n_groups": len(x)}
             )
     agreement = pd.DataFrame.from_records(
-        pairs, columns=["metric_a", "metric_b", "kendall_tau", "p_value", "n_groups"]
+        pairs_tau, columns=["metric_a", "metric_b", "kendall_tau", "p_value", "n_groups"]
     )
-    return Comparison(table=table, agreement=agreement, by=by)
+    return Comparison(table=table, agreement=agreement, by=by, pairwise=pairwise, notes=notes)

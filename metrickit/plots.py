@@ -110,56 +110,30 @@ def rank_bump(comparison: Any, *, metrics: list[str] | None = None, ax: Any = No
     return ax
 
 
-def group_codes(labels: Any, by: str) -> tuple[np.ndarray, Any]:
-    """Integer codes and sorted group names of a label column; a missing label is an error
-    (a row would otherwise vanish from every mean and plot)."""
-    import pandas as pd
-
-    from metrickit.errors import MetrickitError
-
-    codes, groups = pd.factorize(pd.Series(labels, dtype=object), sort=True)
-    if (codes < 0).any():
-        row = int(np.argmax(codes < 0))
-        raise MetrickitError(
-            f"column {by!r} has no value at row {row} ({int((codes < 0).sum())} row(s) in all); "
-            "every case needs a group label: fill or drop those rows explicitly"
-        )
-    return codes, groups
-
-
 def _label(column: str) -> str:
     return UNITS.get(column, column)
 
 
 def candidate_means(
-    frame: Any, columns: list[str], *, by: str = "candidate", confidence: float = 0.95
+    frame: Any,
+    columns: list[str],
+    *,
+    by: str = "candidate",
+    cluster: str | None = "auto",
+    confidence: float = 0.95,
 ) -> Any:
-    """Per-group mean, CI low/high and n of each column (a small pandas frame, one row a group).
+    """Per-group mean, CI low/high and n of each column, plus ``p_front`` and cost per
+    success (a small pandas frame, one row a group): see
+    :func:`metrickit.ranking.candidate_table`.
 
-    Intervals are Student-t intervals, as :func:`metrickit.stats.mean_ci` computes them
-    (NaN for n < 2). NaN values (not measured) are left out of that column's mean, and a
-    ``<column>_n`` column then says how many were measured. Vectorised: a few
-    ``bincount`` calls per column.
+    Intervals are :func:`metrickit.stats.mean_ci`'s default: Wilson for 0/1 columns, t cut
+    to the range otherwise, clustered by task (``cluster``) when tasks repeat. NaN values
+    (not measured) are left out of that column's mean, and a ``<column>_n`` column then
+    says how many were measured.
     """
-    import narwhals as nw
-    import pandas as pd
-    from scipy import stats as sps
+    from metrickit.ranking import candidate_table
 
-    nf = nw.from_native(frame, eager_only=True)
-    labels = nf.get_column(by).to_numpy()
-    codes, groups = group_codes(labels, by)
-    out: dict[str, Any] = {by: list(groups), "n": np.bincount(codes, minlength=len(groups))}
-    for column in columns:
-        x = nf.get_column(column).cast(nw.Float64).to_numpy()
-        n, mean, se = grouped_mean_se(codes, x, len(groups))
-        with np.errstate(invalid="ignore"):
-            t = np.where(n > 1, sps.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), np.nan)
-        out[column] = mean
-        out[f"{column}_low"] = mean - t * se
-        out[f"{column}_high"] = mean + t * se
-        if n.sum() < len(x):  # unmeasured values (NaN) are left out of that column's mean
-            out[f"{column}_n"] = n.astype(int)
-    return pd.DataFrame(out)
+    return candidate_table(frame, columns, by=by, cluster=cluster, confidence=confidence)
 
 
 def grouped_mean_se(
@@ -218,10 +192,17 @@ def tradeoff(
     by: str = "candidate",
     frontier: bool = True,
     highlight: Any = None,
+    tied: Any = None,
     log: str | bool = "auto",
+    cluster: str | None = "auto",
     ax: Any = None,
 ) -> Any:
     """Accuracy against latency (and cost) per candidate, with CI whiskers and the Pareto front.
+
+    Whiskers are 95 % intervals of each mean (clustered by task when tasks repeat). The
+    front is estimated: each label carries the candidate's probability of being on it
+    over task resamples (``front 80%``), and the dashed line joins the candidates on the
+    front of the point estimates.
 
     Parameters
     ----------
@@ -231,14 +212,18 @@ def tradeoff(
         Mark the candidates no other candidate beats on ``y`` (maximised) and on ``x`` and
         ``color``/``size`` (minimised), and join them with a line.
     highlight
-        A candidate to ring (the tuner passes the current best).
+        A candidate to mark with a star as the best (the tuner passes the best when it is
+        best at 95 %).
+    tied
+        Candidates tied for best (none of them is best with confidence): each is ringed in
+        gold, and no star is drawn.
     log
         ``"auto"`` puts an axis on a log scale when its values span 30x or more.
     """
     import matplotlib.pyplot as plt
 
     extra = [c for c in (color, size) if c and c not in (x, y)]
-    means = candidate_means(frame, [x, y, *extra], by=by)
+    means = candidate_means(frame, [x, y, *extra], by=by, cluster=cluster)
     ax = _axes(ax, (7.0, 4.5))
     xs, ys = means[x].to_numpy(), means[y].to_numpy()
     xerr = np.abs(np.vstack([xs - means[f"{x}_low"], means[f"{x}_high"] - xs]))
@@ -303,9 +288,15 @@ def tradeoff(
             linewidths=1.5,
             zorder=4,
         )
-    for label, xv, yv in zip(means[by], xs, ys, strict=True):
-        ax.annotate(
-            str(label), (xv, yv), textcoords="offset points", xytext=(5, 5), fontsize="small"
+    p_front = means["p_front"].to_numpy() if "p_front" in means else np.full(len(xs), np.nan)
+    for label, xv, yv, pf in zip(means[by], xs, ys, p_front, strict=True):
+        text = str(label) if np.isnan(pf) else f"{label} (front {pf:.0%})"
+        ax.annotate(text, (xv, yv), textcoords="offset points", xytext=(5, 5), fontsize="small")
+    if tied is not None and len(tied) > 1:
+        ringed = means[means[by].isin(list(tied))]
+        ax.scatter(
+            ringed[x], ringed[y], s=260, facecolors="none", edgecolors="goldenrod",
+            linewidths=2, zorder=5, label="tied: " + ", ".join(map(str, tied)),
         )
     if highlight is not None and highlight in set(means[by]):
         row = means[means[by] == highlight].iloc[0]
@@ -328,7 +319,10 @@ def tradeoff(
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small", frameon=False)
-    ax.set_title(f"{_label(y)} vs {_label(x)} (95% CI)")
+    clustered = any(str(m).startswith("cluster") for m in means.get(f"{y}_method", []))
+    ax.set_title(
+        f"{_label(y)} vs {_label(x)} (95% CI{', clustered by task' if clustered else ''})"
+    )
     plt.setp(ax.get_xticklabels(), rotation=0)
     return ax
 

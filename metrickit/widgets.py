@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import MetrickitError
-from metrickit.plots import group_codes, grouped_mean_se
+from metrickit.plots import grouped_mean_se
+from metrickit.ranking import TaskResampler, best_group, task_codes
 from metrickit.spec import RewardSpec
+from metrickit.stats import group_codes, grouped_intervals
 
 __all__ = ["SpecTuner", "tune_spec"]
 
@@ -113,6 +115,7 @@ class SpecTuner:
         accuracy: str = "accuracy",
         latency: str | None = "latency_ms",
         cost: str | None = "cost_usd",
+        cluster: str | None = "auto",
         debounce_ms: float = 60,
     ) -> None:
         import narwhals as nw
@@ -133,6 +136,12 @@ class SpecTuner:
         self._codes, groups = group_codes(labels, by)
         self.groups = [str(g) for g in groups]
         self._n = np.bincount(self._codes, minlength=len(self.groups)).astype(float)
+        # Tasks (cases) are the sampling unit: the reward bars' intervals cluster by them,
+        # and ties come from resampling them (drawn once; each update is a matrix product).
+        self._units, self.cluster = task_codes(frame, cluster)
+        self._resampler = TaskResampler(
+            self._codes, len(self.groups), self._units, n_resamples=500, seed=0
+        )
         self._acc = nf.get_column(accuracy).cast(nw.Float64).to_numpy()
         self._lat = nf.get_column(latency).cast(nw.Float64).to_numpy() if latency else None
         self._cost = nf.get_column(cost).cast(nw.Float64).to_numpy() if cost else None
@@ -337,12 +346,18 @@ class SpecTuner:
             )
             return
         reward = scores["reward"]
-        _, mean, se = grouped_mean_se(self._codes, reward, len(self.groups))
+        gi = grouped_intervals(self._codes, len(self.groups), reward, clusters=self._units)
+        ri, _ = best_group(self.groups, gi.mean, self._resampler, reward)
         table = pd.DataFrame(
             {
                 self.by: self.groups,
-                "reward": mean,
-                "reward_se": se,
+                "reward": gi.mean,
+                "reward_low": gi.low,
+                "reward_high": gi.high,
+                "rank_low": ri.rank_low,
+                "rank_high": ri.rank_high,
+                "p_best": ri.p_best,
+                "best_group": ri.best_group,
                 "accuracy_score": self._group_mean(scores["accuracy_score"]),
                 "speed_score": self._group_mean(scores["speed_score"]),
                 "cost_score": self._group_mean(scores["cost_score"]),
@@ -351,7 +366,8 @@ class SpecTuner:
             }
         )
         table["rank"] = table["reward"].rank(ascending=False, method="min").astype(int)
-        table = table.sort_values(["rank", self.by]).reset_index(drop=True)
+        table = table.sort_values(["rank", "p_best", self.by], ascending=[True, False, True])
+        table = table.reset_index(drop=True)
         self.ranking = table
         t1 = time.perf_counter()
         self._render_text(spec, table)
@@ -364,16 +380,17 @@ class SpecTuner:
         self.normalised.value = "normalised: " + ", ".join(
             f"{k} <b>{w[k]:.2f}</b>" for k in ("accuracy", "speed", "cost")
         )
-        self.message.value = (
-            f"<b>Best: {html.escape(str(table.iloc[0][self.by]))}</b> "
-            f"(mean reward {table.iloc[0]['reward']:.3f})"
-        )
+        self.message.value = f"<b>{html.escape(self.verdict)}</b>"
         shown = table.head(15)[
             [
                 self.by,
                 "rank",
+                "rank_low",
+                "rank_high",
                 "reward",
-                "reward_se",
+                "reward_low",
+                "reward_high",
+                "p_best",
                 "accuracy",
                 *[c for c in ("latency_ms", "cost_usd") if c in table],
             ]
@@ -384,23 +401,47 @@ class SpecTuner:
         literal = "REWARD_SPEC = " + pprint.pformat(spec.to_dict(), sort_dicts=False, width=72)
         self.literal.value = f"<pre class='metrickit-spec'>{html.escape(literal)}</pre>"
 
+    @property
+    def tied(self) -> list[str]:
+        """The candidates tied for best (leader first); one name when the best is clear."""
+        if self.ranking is None:
+            return []
+        return [str(g) for g in self.ranking.loc[self.ranking["best_group"], self.by]]
+
+    @property
+    def verdict(self) -> str:
+        """``"best: a (95 %)"`` or ``"tied: a, b"``: what the current spec ranks first."""
+        tied = self.tied
+        if len(tied) == 1:
+            mean = self.ranking.iloc[0]["reward"]
+            return f"best: {tied[0]} (best at 95 %, mean reward {mean:.3f})"
+        return "tied: " + ", ".join(tied) + " (no candidate is best at 95 %)"
+
     def _draw(self, table: Any) -> None:
         if self._figure is None:
             self._build_figure()
         fig, art = self._figure, self._artists
-        order = {g: i for i, g in enumerate(self.groups)}
-        rewards = np.empty(len(self.groups))
-        for g, r in zip(table[self.by], table["reward"], strict=True):
-            rewards[order[g]] = r
-        best = int(np.nanargmax(rewards))
+        by_group = table.set_index(self.by).reindex(self.groups)
+        rewards = by_group["reward"].to_numpy(dtype=float)
+        low = by_group["reward_low"].to_numpy(dtype=float)
+        high = by_group["reward_high"].to_numpy(dtype=float)
+        in_best = by_group["best_group"].to_numpy(dtype=bool)
+        clear = int(in_best.sum()) == 1
         for i, bar in enumerate(art["bars"]):
             bar.set_width(rewards[i])
-            bar.set_color("tab:orange" if i == best else "tab:blue")
+            bar.set_color(("tab:orange" if clear else "goldenrod") if in_best[i] else "tab:blue")
+        y = np.arange(len(self.groups))
+        art["errors"].set_segments(
+            [[(lo, yi), (hi, yi)] for lo, hi, yi in zip(low, high, y, strict=True)]
+        )
         if "best" in art:
+            best = int(np.flatnonzero(in_best)[0]) if clear else -1
             art["best"].set_offsets(
                 [[self._means["latency_ms"][best], self._means["accuracy"][best]]]
+                if clear
+                else np.empty((0, 2))
             )
-        art["title"].set_text(f"mean composite reward: best is {self.groups[best]}")
+        art["title"].set_text(_shorten(self.verdict.split(" (")[0], 60))
         if self._ipympl:
             fig.canvas.draw_idle()  # ipympl redraws in place
             return
@@ -433,7 +474,10 @@ class SpecTuner:
         trade_ax, bar_ax = fig.subplots(1, 2, width_ratios=[1.3, 1])
         art: dict[str, Any] = {"trade_ax": trade_ax, "bar_ax": bar_ax, "dynamic": []}
         if "accuracy" in self._means and "latency_ms" in self._means:
-            plots.tradeoff(self._plot_frame(), by=self.by, ax=trade_ax)
+            plots.tradeoff(
+                self._plot_frame(), by=self.by, ax=trade_ax,
+                cluster="_task" if self._units is not None else None,
+            )
             art["best"] = trade_ax.scatter(
                 [np.nan],
                 [np.nan],
@@ -449,10 +493,12 @@ class SpecTuner:
         y = np.arange(len(self.groups))
         art["bars"] = list(bar_ax.barh(y, np.zeros(len(self.groups)), color="tab:blue"))
         art["dynamic"].extend(art["bars"])
+        art["errors"] = bar_ax.hlines(y, 0, 0, color="black", linewidth=1.5, zorder=3)
+        art["dynamic"].append(art["errors"])
         bar_ax.set_yticks(y, self.groups, fontsize="small" if len(self.groups) > 15 else None)
         bar_ax.invert_yaxis()
         bar_ax.set_xlim(0, 1)  # a composite reward is a weighted mean of scores in [0, 1]
-        bar_ax.set_xlabel("mean composite reward")
+        bar_ax.set_xlabel("mean composite reward (95% CI; gold: tied for best)")
         bar_ax.grid(axis="x", alpha=0.3)
         bar_ax.set_title(" ")
         art["title"] = bar_ax.text(
@@ -472,6 +518,8 @@ class SpecTuner:
         import pandas as pd
 
         data = {self.by: np.asarray(self.groups, dtype=object)[self._codes], "accuracy": self._acc}
+        if self._units is not None:
+            data["_task"] = self._units
         if self._lat is not None:
             data["latency_ms"] = self._lat
         if self._cost is not None:
@@ -488,6 +536,10 @@ class SpecTuner:
     def figure(self) -> Any:
         """The matplotlib Figure being updated."""
         return self._figure
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _png(canvas: Any) -> bytes:
@@ -518,6 +570,7 @@ def tune_spec(
     accuracy: str = "accuracy",
     latency: str | None = "latency_ms",
     cost: str | None = "cost_usd",
+    cluster: str | None = "auto",
     debounce_ms: float = 60,
 ) -> SpecTuner:
     """Sliders for a REWARD_SPEC over a table of candidates, with plots that follow.
@@ -531,6 +584,10 @@ def tune_spec(
         scores 0, as the service does).
     spec
         Starting REWARD_SPEC (dict or :class:`RewardSpec`); DESIGN's example by default.
+    cluster
+        The task (case) column: the reward intervals cluster by it and ties come from
+        resampling it. ``"auto"`` takes ``case_id``, ``task_name``, ``task``, ... when
+        present; None treats rows as independent.
     debounce_ms
         Slider events closer together than this are coalesced while dragging.
 
@@ -540,5 +597,6 @@ def tune_spec(
         Display it in a notebook; read ``.spec`` and ``.ranking`` at any time.
     """
     return SpecTuner(
-        frame, spec, by=by, accuracy=accuracy, latency=latency, cost=cost, debounce_ms=debounce_ms
+        frame, spec, by=by, accuracy=accuracy, latency=latency, cost=cost, cluster=cluster,
+        debounce_ms=debounce_ms,
     )

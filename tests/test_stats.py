@@ -38,7 +38,7 @@ values_st = st.lists(
 @given(values_st, st.sampled_from([0.8, 0.9, 0.95, 0.99]))
 @example([0.0, 1.0], 0.95)
 def test_analytic_matches_scipy_sem_and_t(values, confidence):
-    ci = mean_ci(values, confidence=confidence)
+    ci = mean_ci(values, method="analytic", confidence=confidence)
     x = np.asarray(values)
     se = stats.sem(x)
     assert ci.se == pytest.approx(se, rel=1e-9, abs=1e-12)
@@ -50,8 +50,10 @@ def test_analytic_matches_scipy_sem_and_t(values, confidence):
 
 
 def test_analytic_single_value_has_no_interval():
-    ci = mean_ci([0.7])
+    ci = mean_ci([0.7], method="analytic")
     assert ci.estimate == 0.7 and math.isnan(ci.se) and math.isnan(ci.low)
+    auto = mean_ci([0.7])
+    assert math.isnan(auto.low) and "one value" in auto.note
 
 
 @settings(max_examples=30, deadline=None)
@@ -113,7 +115,7 @@ def test_bootstrap_large_sample_chunks_and_agrees_with_analytic():
     # is a loose bound that a wrong resampler (e.g. repeated indices across chunks) breaks.
     x = np.random.default_rng(4).normal(size=30_000)
     boot = mean_ci(x, method="bootstrap", n_resamples=2000, seed=1)
-    analytic = mean_ci(x)
+    analytic = mean_ci(x, method="analytic")
     assert boot.se == pytest.approx(analytic.se, rel=0.08)
     assert boot.low == pytest.approx(analytic.low, abs=0.2 * analytic.se)
     assert boot.high == pytest.approx(analytic.high, abs=0.2 * analytic.se)
@@ -209,19 +211,53 @@ def _toy_runs() -> pd.DataFrame:
 
 def test_compare_runs_pairs_tasks_and_lists_unpaired():
     df = _toy_runs()
-    result = compare_runs(df, "a", "b", value="reward", seed=1)
+    result = compare_runs(df, "a", "b", value="reward")
     assert result.only_a == ["t5"] and result.only_b == ["t6"]
     assert list(result.tasks["task_name"]) == ["t1", "t2", "t3", "t4"]
     # a minus b per task: 0.5, 0.5, 0, 1
     assert list(result.tasks["difference"]) == [0.5, 0.5, 0.0, 1.0]
     assert (result.wins, result.losses, result.ties) == (3, 0, 1)
-    assert result.bootstrap.estimate == pytest.approx(0.5)
-    assert result.analytic == paired_difference([1, 0.5, 0.5, 1], [0.5, 0, 0.5, 0],
-                                                 method="analytic")
-    # McNemar on (task, attempt) pairs of the paired tasks: a-only wins 3, b-only 0.
-    assert result.mcnemar == mcnemar_exact([1, 1, 0, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 0, 0, 0])
+    d = np.array([0.5, 0.5, 0.0, 1.0])
+    ref = stats.ttest_1samp(d, 0)
+    assert result.difference.estimate == pytest.approx(0.5)
+    assert result.pvalue == pytest.approx(ref.pvalue)
+    low, high = ref.confidence_interval(0.95)
+    assert (result.difference.low, result.difference.high) == pytest.approx((low, high))
+    # Several attempts per task: trials cannot be paired one to one, so no McNemar.
+    assert result.mcnemar is None
+    assert any("several attempts" in note for note in result.notes)
     assert any("only one of the two runs" in note for note in result.notes)
-    assert "t5" in str(result)
+    # Leave-one-task-out influence: overall minus the mean without the task.
+    assert result.tasks["influence"].tolist() == pytest.approx(
+        [0.5 - np.delete(d, i).mean() for i in range(4)]
+    )
+    # t1: a passes (mean 1), b fails (0.5 counts as a pass) -> no flip; t2: 0.5 vs 0.
+    assert result.flips["task_name"].tolist() == ["t2", "t4"]
+    assert set(result.flips["flip"]) == {"pass→fail"}
+    assert "t5" in str(result) and "flips" in str(result)
+
+
+def test_compare_runs_ignores_attempt_labels():
+    # Permuting attempt labels within a task changes nothing (they are not pairs).
+    df = _toy_runs()
+    shuffled = df.copy()
+    shuffled["attempt"] = shuffled.groupby(["agent", "task_name"])["attempt"].transform(
+        lambda a: a[::-1].to_numpy()
+    )
+    one = compare_runs(df, "a", "b", value="reward")
+    two = compare_runs(shuffled, "a", "b", value="reward")
+    assert one.pvalue == two.pvalue and one.difference == two.difference
+
+
+def test_compare_runs_mcnemar_only_for_single_attempts():
+    rows = [
+        {"agent": agent, "task_name": f"t{i}", "reward": float(v)}
+        for agent, values in (("a", [1, 1, 1, 1, 0, 1]), ("b", [0, 0, 1, 0, 0, 1]))
+        for i, v in enumerate(values)
+    ]
+    result = compare_runs(pd.DataFrame(rows), "a", "b")
+    assert result.mcnemar == mcnemar_exact([1, 1, 1, 1, 0, 1], [0, 0, 1, 0, 0, 1])
+    assert result.underpowered and any("underpowered" in n for n in result.notes)
 
 
 def test_compare_runs_errors():
@@ -261,9 +297,10 @@ def test_breakdown_matches_pandas_and_keeps_backend():
     assert list(table["n_errors"]) == list(errors)
     first = table.iloc[1]
     x = trials[trials["task_name"] == first["task_name"]]["reward"]
-    assert (first["ci_low"], first["ci_high"]) == pytest.approx(
-        stats.t.interval(0.95, 3, loc=x.mean(), scale=stats.sem(x))
-    )
+    # One task per group: its attempts are independent draws of that task's rate (Wilson).
+    wilson = proportion_confint(int(x.sum()), len(x), method="wilson")
+    assert (first["ci_low"], first["ci_high"]) == pytest.approx(wilson)
+    assert first["method"] == "wilson" and first["n_tasks"] == 1
     polars = breakdown(mk.read_harbor_job(f"{JOBS}/2025-06-02__10-00-00", backend="polars"),
                        by="task_name")
     assert isinstance(polars, pl.DataFrame)
