@@ -33,6 +33,7 @@ from metrickit.rewards import (
     _expand,
     _looks_like_text,
     _raise_message,
+    string_dtype,
 )
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "iter_partitions", "read_rewards_dask"]
@@ -138,7 +139,8 @@ def _pandas_frame(parsed: Parsed, keys: list[str], sources: list[str]) -> Any:
     source_code = sources.index(parsed.source) if parsed.source in sources else 0
     data: dict[str, Any] = {
         "_source": pd.Categorical.from_codes(
-            np.full(n, source_code, dtype=np.int32), categories=pd.Index(sources)
+            np.full(n, source_code, dtype=np.int32),
+            categories=pd.Index(sources, dtype=string_dtype(sources)),
         ),
         "_line": parsed.lines.astype(np.int64, copy=False),
         "_status": pd.Categorical.from_codes(parsed.status, categories=pd.Index(list(STATUSES))),

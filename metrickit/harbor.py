@@ -87,7 +87,7 @@ from metrickit._trials import (  # noqa: F401  (tests and other modules use them
     eval_key,
 )
 from metrickit.errors import HarborJobError, Problem
-from metrickit.rewards import INVALID, KIND_PREFIX, KINDS, parse_rows
+from metrickit.rewards import INVALID, KIND_PREFIX, KINDS, parse_rows, string_dtype
 
 __all__ = [
     "Policy",
@@ -344,7 +344,7 @@ def _to_pandas(
         elif name == "attempt":
             data[name] = np.asarray(columns[name], dtype=np.int64)
         else:
-            data[name] = pd.array(columns[name], dtype="string")
+            data[name] = pd.array(columns[name], dtype=string_dtype(columns[name], "string"))
     for key in keys:
         data[key] = values[key]
     for key in keys:
@@ -364,7 +364,7 @@ def _to_pandas(
         elif name == "n_steps":
             data[name] = np.asarray(col, dtype=np.int64)
         else:
-            data[name] = pd.array(col, dtype="string")
+            data[name] = pd.array(col, dtype=string_dtype(col, "string"))
     return pd.DataFrame(data)
 
 
@@ -388,7 +388,7 @@ def _to_polars(
         elif name == "attempt":
             series[name] = pl.Series(name, columns[name], dtype=pl.Int64)
         else:
-            series[name] = pl.Series(name, columns[name], dtype=pl.String)
+            series[name] = _polars_strings(name, columns[name], columns["trial_dir"])
     for key in keys:
         series[key] = pl.Series(key, values[key], dtype=pl.Float64)
     for key in keys:
@@ -404,8 +404,25 @@ def _to_polars(
         elif name in _TIME_COLUMNS:
             series[name] = pl.Series(name, col, dtype=pl.Datetime("us", "UTC"))
         else:
-            series[name] = pl.Series(name, col, dtype=pl.String)
+            series[name] = _polars_strings(name, col, columns["trial_dir"])
     return pl.DataFrame(series)
+
+
+def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
+    """A polars String column; a folder name that is not UTF-8 is refused, naming the trial."""
+    import polars as pl
+
+    from metrickit.rewards import not_utf8_label, printable
+
+    for value, folder in zip(col, folders, strict=True):
+        if isinstance(value, str) and not_utf8_label([value]):
+            raise HarborJobError(
+                f"{printable(str(folder))}: the trial folder's path is not UTF-8 (bytes "
+                f"{os.fsencode(str(folder))!r}); polars holds UTF-8 text only, so the "
+                f"{name!r} column cannot hold it. Use backend='pandas' (which keeps the path "
+                "as os.fsdecode gives it) or rename the folder"
+            )
+    return pl.Series(name, col, dtype=pl.String)
 
 
 # ---------------------------------------------------------------------------

@@ -906,12 +906,47 @@ def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
     return _to_pandas(keys, cols)
 
 
+def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
+    """``default`` (a pandas dtype), or the Python-backed string dtype when a value is not
+    UTF-8 text.
+
+    A path that is not UTF-8 (legal on Linux: ``os.fsdecode`` keeps its bytes as lone
+    surrogates) cannot be stored in Arrow, which holds pandas' default strings; the
+    Python-backed string dtype keeps it exactly as ``os.fsdecode`` gives it.
+    """
+    import pandas as pd
+
+    for value in values:
+        if isinstance(value, str) and not value.isascii() and not _is_utf8(value):
+            return pd.StringDtype("python")
+    return default
+
+
+def printable(name: str) -> str:
+    """``name`` with the bytes of a non-UTF-8 path shown as ``\\xe9`` escapes (printable)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace") if not _is_utf8(name) else name
+
+
+def not_utf8_label(names: Iterable[str], backend: str = "polars") -> str | None:
+    """The message refusing a source label (path) that is not UTF-8, or None if all are."""
+    for name in names:
+        if not name.isascii() and not _is_utf8(name):
+            return (
+                f"{printable(name)}: the path is not UTF-8 (bytes {os.fsencode(name)!r}); "
+                f"{backend} holds UTF-8 text only, so it cannot label rows with this path. Use "
+                "backend='pandas' (which keeps the path as os.fsdecode gives it), aggregate "
+                "it with metrickit.aggregate (no label needed), or rename the file"
+            )
+    return None
+
+
 def _to_pandas(keys: list[str], cols: dict[str, Any]) -> pd.DataFrame:
     import pandas as pd
 
     data: dict[str, Any] = {
         "_source": pd.Categorical.from_codes(
-            cols["source_codes"], categories=pd.Index(cols["sources"])
+            cols["source_codes"],
+            categories=pd.Index(cols["sources"], dtype=string_dtype(cols["sources"])),
         )
         if cols["sources"]
         else pd.Categorical([], categories=[]),
@@ -939,6 +974,9 @@ def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Serie
 def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
     import polars as pl
 
+    refused = not_utf8_label(cols["sources"])
+    if refused:
+        raise RewardFileError(refused)
     if not cols["sources"]:  # no input at all (so no keys either): nothing to gather
         return pl.DataFrame(
             schema={"_source": pl.Enum([]), "_line": pl.Int64, "_status": pl.Enum(STATUSES)}

@@ -40,7 +40,9 @@ from metrickit.rewards import (
     _polars_enum,
     _raise_message,
     iter_blocks,
+    not_utf8_label,
     parse_bytes,
+    printable,
 )
 
 if TYPE_CHECKING:
@@ -141,7 +143,7 @@ def scan_rewards(source: PathSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) 
         io_source,
         schema=lambda: pl.Schema(spec.schema_or_error()),
         explain_name="metrickit.scan_rewards",
-        explain_detail=", ".join(spec.names),
+        explain_detail=", ".join(printable(name) for name in spec.names),
     )
     setattr(lazy, SCAN_ATTRIBUTE, spec)
     return lazy
@@ -198,14 +200,21 @@ class ScanSpec:
             return self.schema()
         except RewardFileError as exc:
             self.error = exc
-            return self.schema(keys=[])
+            return self.schema(keys=[], names=[printable(name) for name in self.names])
 
-    def schema(self, keys: list[str] | None = None) -> dict[str, Any]:
+    def schema(
+        self, keys: list[str] | None = None, names: list[str] | None = None
+    ) -> dict[str, Any]:
         import polars as pl
 
+        if names is None:
+            # a path that is not UTF-8 cannot be a polars string (aggregate(scan) needs none)
+            refused = not_utf8_label(self.names, "a polars LazyFrame")
+            if refused:
+                raise RewardFileError(refused)
         keys = self.keys() if keys is None else keys
         schema: dict[str, Any] = {
-            "_source": pl.Enum(self.names),
+            "_source": pl.Enum(self.names if names is None else names),
             "_line": pl.Int64,
             "_status": pl.Enum(list(STATUSES)),
         }

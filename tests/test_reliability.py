@@ -543,3 +543,58 @@ def test_cli_subprocess_on_arbitrary_bytes(tmp_path: Path) -> None:
     done = _cli("aggregate", "-i", str(path), "-o", str(tmp_path / "o.json"))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert re.match(re.escape(f"metrickit aggregate: error: {path}:") + r"\d+: ", done.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Paths that are not UTF-8 (issue 13, defect 3)
+# ---------------------------------------------------------------------------
+
+
+def _latin1_folder(tmp_path: Path) -> bytes:
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"  # Latin-1: legal on Linux, not UTF-8
+    try:
+        os.mkdir(folder)
+    except (OSError, UnicodeError):
+        pytest.skip("the file system refuses names that are not UTF-8")
+    return folder
+
+
+def test_reward_path_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _latin1_folder(tmp_path)
+    with open(folder + b"/r.jsonl", "wb") as fh:
+        fh.write(b'{"a": 1}\n{"a": 0.5, "b": true}\nnull\n')
+    path = os.fsdecode(folder + b"/r.jsonl")  # surrogate-escaped, as os.fsdecode gives it
+    expected = {"a": 0.5, "b": 0.3333333333333333}
+    # pandas keeps the label exactly (was UnicodeEncodeError)
+    frame = mk.read_rewards(path)
+    assert frame["_source"].tolist() == [path] * 3
+    assert mk.aggregate(frame) == expected
+    assert mk.aggregate(frame, by="_source") == {path: expected}
+    dask = mk.read_rewards(path, backend="dask")
+    assert dask.compute()["_source"].tolist() == [path] * 3
+    assert mk.aggregate(path) == mk.aggregate(dask) == expected
+    # polars cannot hold the label: metrickit's own error, naming the path printably
+    shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    with pytest.raises(RewardFileError, match="the path is not UTF-8") as info:
+        mk.read_rewards(path, backend="polars")
+    assert str(info.value).startswith(f"{shown}: ")
+    scan = mk.scan_rewards(path)
+    assert mk.aggregate(scan) == expected  # needs no label
+    with pytest.raises(RewardFileError, match="the path is not UTF-8"):
+        scan.collect()
+    out = tmp_path / "metrics.json"
+    assert cli_main(["aggregate", "-i", path, "-o", str(out)]) == 0, capsys.readouterr().err
+    assert json.loads(out.read_text()) == expected
+
+
+def test_harbor_job_path_not_utf8(tmp_path: Path) -> None:
+    folder = _latin1_folder(tmp_path)
+    job = os.fsdecode(folder + b"/" + JOB.name.encode())
+    shutil.copytree(JOB, job)
+    trials = mk.read_harbor_job(job)
+    assert len(trials) == 24 and all(d.startswith(job) for d in trials["trial_dir"])
+    frame, problems = mk.read_harbor_job(job, errors="report")
+    assert len(frame) == 24 and problems == []
+    assert mk.job_metrics(trials) == mk.job_metrics(mk.read_harbor_job(JOB))
+    with pytest.raises(HarborJobError, match="path is not UTF-8"):
+        mk.read_harbor_job(job, backend="polars")
