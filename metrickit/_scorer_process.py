@@ -15,6 +15,7 @@ by a fresh one for the next case.
 
 from __future__ import annotations
 
+import codecs
 import collections
 import contextlib
 import json
@@ -29,6 +30,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from metrickit._proc import READ_CHUNK, READER_GRACE, end_group, join_readers
+
 __all__ = ["check_path"]
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
@@ -36,7 +39,8 @@ _EOF = object()
 # faulthandler's thread and module listings: long, and the scorer's line is reported apart.
 _CRASH_NOISE = ("File ", "Current thread", "Thread 0x", "Extension modules", "<no Python frame>",
                 "Stack (most recent call first)")
-# A scorer that prints megabytes on one line must not put megabytes into the report.
+# A scorer that prints megabytes on one line must not put megabytes into the report
+# (nor into memory: stderr is read in chunks and only this much of each line is kept).
 _STDERR_LINE_LIMIT = 500
 # Starting Python and importing metrickit is not the scorer's time.
 _STARTUP_TIMEOUT = 120.0
@@ -65,12 +69,15 @@ class _Child:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT,
                                                         env.get("PYTHONPATH")) if p)
         env["PYTHONIOENCODING"] = "utf-8"
+        # Its own session: at the timeout the whole group is killed, including anything the
+        # scorer started (subprocess.run(["sleep", "60"]) must not outlive the timeout).
         self.proc = subprocess.Popen(
             [sys.executable, "-u", "-m", "metrickit._scorer_process"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, text=True, encoding="utf-8", errors="replace",
+            env=env, text=True, encoding="utf-8", errors="replace", start_new_session=True,
         )
         self.messages: queue.Queue[Any] = queue.Queue()
+        self._readers_deadline: float | None = None
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._readers = [
@@ -82,16 +89,46 @@ class _Child:
         self.send({"path": str(path)})
 
     def _read_messages(self, stream: IO[str]) -> None:
-        for line in stream:
-            try:
-                self.messages.put(json.loads(line))
-            except json.JSONDecodeError:
-                self.stderr.append(_clip(line.rstrip("\n")))
-        self.messages.put(_EOF)
+        try:
+            for line in stream:
+                try:
+                    self.messages.put(json.loads(line))
+                except json.JSONDecodeError:
+                    self.stderr.append(_clip(line.rstrip("\n")))
+        finally:
+            self.messages.put(_EOF)
+            stream.close()  # the reader owns its stream: nobody closes it under a blocked read
 
     def _read_stderr(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.stderr.append(_clip(line.rstrip("\n")))
+        """Keep the first _STDERR_LINE_LIMIT characters of each line, count the rest.
+
+        Reads the pipe in chunks: a scorer writing 300 MB without a newline costs a chunk.
+        """
+        fd = stream.fileno()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        head: list[str] = []
+        kept = more = 0
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, READ_CHUNK)
+                except OSError:
+                    chunk = b""
+                text = decoder.decode(chunk, final=not chunk)
+                for i, part in enumerate(text.split("\n")):
+                    if i:
+                        self.stderr.append(_clipped("".join(head).rstrip("\r"), more))
+                        head, kept, more = [], 0, 0
+                    take = part[: max(0, _STDERR_LINE_LIMIT - kept)]
+                    head.append(take)
+                    kept += len(take)
+                    more += len(part) - len(take)
+                if not chunk:
+                    break
+            if kept or more:
+                self.stderr.append(_clipped("".join(head).rstrip("\r"), more))
+        finally:
+            stream.close()
 
     def send(self, obj: Any) -> bool:
         assert self.proc.stdin is not None
@@ -117,13 +154,8 @@ class _Child:
 
     def death(self) -> str:
         """Why the process ended, with the scorer's line when the crash report names it."""
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        for reader in self._readers:
-            reader.join(timeout=2)
+        self._end(5.0)
+        code = self.proc.returncode
         if code is not None and code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -150,30 +182,29 @@ class _Child:
                 return f"{self.path.name}:{match['line']}"
         return None
 
+    def _end(self, grace: float) -> None:
+        """Let the process exit within ``grace`` s, then kill its whole group (see _proc)."""
+        end_group(self.proc, grace)
+        if self._readers_deadline is None:  # one grace period per process, not per call
+            self._readers_deadline = time.monotonic() + READER_GRACE
+        join_readers(self._readers, self._readers_deadline)
+
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        self._end(0.0)
 
     def close(self) -> None:
         assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        for reader in self._readers:
-            reader.join(timeout=2)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        self._end(5.0)
 
 
 def _clip(line: str) -> str:
-    if len(line) <= _STDERR_LINE_LIMIT:
-        return line
-    return f"{line[:_STDERR_LINE_LIMIT]}... ({len(line) - _STDERR_LINE_LIMIT} more characters)"
+    return _clipped(line[:_STDERR_LINE_LIMIT], max(0, len(line) - _STDERR_LINE_LIMIT))
+
+
+def _clipped(head: str, more: int) -> str:
+    return f"{head}... ({more} more characters)" if more else head
 
 
 def _answer_judge(request: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from proc_helpers import wait_gone
 
 import metrickit as mk
 from metrickit import cli
@@ -715,3 +716,76 @@ def test_bad_measurement_is_the_cases_error_not_a_zero_part():
     assert "latency_ms is 'fast' (str)" in scored["error"].iloc[0]
     assert scored["score"].iloc[0] == 0
     assert scored["score"].iloc[1] == pytest.approx((1 + 0.5 + 0.5) / 3)
+
+
+# ---------------------------------------------------------------------------
+# Path scorers: what they start, what they print, what they are given
+# ---------------------------------------------------------------------------
+
+STARTS_A_CHILD = '''
+import subprocess, sys
+
+def score(input, output, expected=None):
+    code = "import os, time; open(%r, 'w').write(str(os.getpid())); time.sleep(60)"
+    subprocess.run([sys.executable, "-c", code % input["pidfile"]])
+    return 1.0, {"feedback": "waited"}
+'''
+
+
+@pytest.mark.parametrize("entry", ["library", "cli"])
+def test_path_scorer_timeout_kills_the_processes_it_started(tmp_path, entry, capsys):
+    # The scorer's own child kept the pipes open: the call used to return after 60 s.
+    import json
+    import time
+
+    path = tmp_path / "metric.py"
+    path.write_text(STARTS_A_CHILD)
+    pidfile = tmp_path / "pid"
+    case = {"input": {"pidfile": str(pidfile)}, "output": "x"}
+    start = time.monotonic()
+    if entry == "library":
+        report = mk.check_scorer(path, [case], timeout=2)
+        assert report.entries[0].timed_out
+    else:
+        cases = tmp_path / "cases.jsonl"
+        cases.write_text(json.dumps(case) + "\n")
+        assert cli.main(["check-scorer", str(path), "--cases", str(cases),
+                         "--timeout", "2"]) == 1
+        assert "timed out: no result within 2 s" in capsys.readouterr().out
+    assert time.monotonic() - start < 15  # generous: the timeout is 2 s, the sleep 60 s
+    assert wait_gone(int(pidfile.read_text()))  # the whole group was killed
+
+
+def test_path_scorer_stderr_is_read_in_bounded_memory(tmp_path):
+    # 100 MB on stderr without a newline, then a crash that quotes it: the caller used to
+    # hold the whole line (peak +200 MB for 100 MB) before clipping it to 500 characters.
+    path = tmp_path / "metric.py"
+    path.write_text(textwrap.dedent('''
+        import os, sys
+        def score(input, output, expected=None):
+            if input["n"]:
+                sys.stderr.write("e" * input["n"] + "\\nlast words\\n")
+                sys.stderr.flush()
+                os._exit(3)
+            return 1.0, {"feedback": "ok"}
+    '''))
+    probe = textwrap.dedent(f'''
+        import resource, metrickit as mk
+        path = {str(path)!r}
+        assert mk.check_scorer(path, [{{"n": 0, "output": 1}}]).ok  # imports, warm
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        report = mk.check_scorer(path, [{{"n": 100_000_000, "output": 1}}], timeout=60)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print((after - before) // 1024)
+        print(report.entries[0].problems[0])
+    ''')
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    growth_mb, problem = proc.stdout.split("\n", 1)
+    assert int(growth_mb) < 40, growth_mb  # was ~200 MB; chunks are 64 kB
+    assert "exited with code 3" in problem
+    assert "e" * 500 + "... (99999500 more characters) | last words" in problem
+    assert len(problem) < 2000
