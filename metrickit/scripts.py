@@ -7,7 +7,9 @@ With ``uv`` on PATH and a PEP 723 block in the script, it runs ``uv run`` (Harbo
 way); otherwise the current interpreter.
 
 The script is the user's code: it runs in its own process (its own session, so the
-whole process group is killed at the timeout), never through a shell. That is process
+whole process group is killed at the timeout, and anything it leaves running once it has
+exited), never through a shell. The call returns when the script exits, whoever still holds
+its stdout and stderr; only their last 2,000 bytes are kept. That is process
 isolation, not a sandbox: the script can read and write whatever your user can.
 
 :func:`write_metric_script` goes the other way: it writes a standalone, Harbor-ready
@@ -17,14 +19,12 @@ function over the reward rows.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from metrickit._proc import TailReader, end_group, join_readers
 from metrickit.aggregate import category_codes, group_indices, reward_arrays
 from metrickit.errors import (
     MetricError,
@@ -147,16 +148,18 @@ def _run_once(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            _, stderr = proc.communicate()
+        assert proc.stdout is not None and proc.stderr is not None
+        # Drained in bounded memory; the script's exit, not the pipes' end, decides when it
+        # is done (a background process it left may hold them open).
+        readers = [TailReader(proc.stdout, 0), TailReader(proc.stderr, _TAIL)]
+        exited = end_group(proc, timeout)
+        join_readers(readers)
+        stderr = readers[1].tail()
+        if not exited:
             raise MetricScriptTimeout(
                 f"metric script {script} ran past its {timeout:g} s timeout and was killed",
                 _tail(stderr),
-            ) from None
+            )
         if proc.returncode != 0:
             how = (
                 f"was killed by signal {-proc.returncode}"

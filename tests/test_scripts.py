@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from proc_helpers import wait_gone
 
 import metrickit as mk
 from metrickit.errors import MetricScriptExit, MetricScriptOutputError, MetricScriptTimeout
@@ -203,3 +204,73 @@ def test_generated_sum_script_follows_cpythons_int_overflow_rule(tmp_path):
     out = tmp_path / "o.json"
     subprocess.run([sys.executable, str(script), "-i", str(rewards), "-o", str(out)], check=True)
     assert json.loads(out.read_text()) == {"sum": 0.0} == mk.aggregate(rewards, "sum")
+
+
+# ---------------------------------------------------------------------------
+# A script that leaves a process behind; a script that writes megabytes
+# ---------------------------------------------------------------------------
+
+
+def _leaves_a_sleeper(tmp_path, own_session):
+    pidfile = tmp_path / "pid"
+    body = HEADER + textwrap.dedent(f"""
+        import os, subprocess
+        code = ("import os, time; open({str(pidfile)!r} + '.tmp', 'w').write(str(os.getpid())); "
+                "os.replace({str(pidfile)!r} + '.tmp', {str(pidfile)!r}); time.sleep(60)")
+        subprocess.Popen([sys.executable, "-c", code], start_new_session={own_session})
+        while not os.path.exists({str(pidfile)!r}):
+            pass
+        a.output_path.write_text('{{"mean": 0.5}}')
+    """)
+    return script(tmp_path, body, "leaves.py"), pidfile
+
+
+@pytest.mark.parametrize("own_session", [False, True])
+def test_returns_when_the_script_exits_not_when_its_pipes_close(tmp_path, own_session):
+    # The background process held stdout and stderr: in the script's group the call used
+    # to raise a false MetricScriptTimeout; in its own session it overran the timeout (60 s).
+    import os
+    import signal
+    import time
+
+    path, pidfile = _leaves_a_sleeper(tmp_path, own_session)
+    start = time.monotonic()
+    try:
+        assert mk.run_metric_script(path, [{"r": 1}], timeout=3,
+                                    python=sys.executable) == {"mean": 0.5}
+        assert time.monotonic() - start < 15  # generous: the timeout is 3 s, the sleep 60 s
+        pid = int(pidfile.read_text())
+        if not own_session:
+            assert wait_gone(pid)  # what the script left in its group is killed
+    finally:
+        if own_session and pidfile.exists():  # out of reach of the library: the test ends it
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_script_output_is_read_in_bounded_memory(tmp_path):
+    # 100 MB on stdout and on stderr without a newline: communicate() held both whole.
+    path = script(tmp_path, """
+        import sys
+        sys.stdout.write("o" * 100_000_000)
+        sys.stderr.write("e" * 100_000_000 + "the end")
+        sys.exit(2)
+    """, "loud.py")
+    probe = textwrap.dedent(f'''
+        import resource, metrickit as mk
+        from metrickit.errors import MetricScriptExit
+        rows = [{{"r": 1}}]
+        mk.run_metric_script({str(path)!r}.replace("loud", "quiet"), rows)  # imports, warm
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            mk.run_metric_script({str(path)!r}, rows, timeout=60)
+        except MetricScriptExit as exc:
+            print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+            print(exc.stderr_tail)
+    ''')
+    script(tmp_path, HEADER + "a.output_path.write_text('{\"m\": 1}')\n", "quiet.py")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    growth_mb, tail = proc.stdout.split("\n", 1)
+    assert int(growth_mb) < 40, growth_mb  # was ~250 MB
+    assert tail.strip() == "e" * 1993 + "the end"
