@@ -3,8 +3,11 @@
 Parent and child talk in JSON lines. The child's own stdout is the channel, and the scorer's
 prints (Python and C level) go to stderr, so they cannot corrupt it.
 
-parent → child: ``{"path": ...}``, then one case payload per line, and the answers to
-``llm`` requests. child → parent: ``{"type": "ready", "arity", "problems"}``, then
+parent → child: ``{"path": ...}``, then one case per line as ``{"pickle": base64}`` (the
+case's own objects, as :func:`metrickit.score_cases` passes them: int keys, tuples, sets,
+datetimes, ``Decimal``, ``pd.NA`` arrive as themselves), and the answers to ``llm``
+requests. Only the parent's data is unpickled; what the child sends back is JSON.
+child → parent: ``{"type": "ready", "arity", "problems"}``, then
 ``{"type": "result", ...}`` per case (see :func:`metrickit.scorers.call_scorer`), and
 ``{"type": "llm", "prompt", "kwargs"}`` whenever the scorer asks the judge, which the parent
 answers with its own judge (:func:`metrickit.set_judge`), so API clients and closures work.
@@ -15,11 +18,13 @@ by a fresh one for the next case.
 
 from __future__ import annotations
 
+import base64
 import codecs
 import collections
 import contextlib
 import json
 import os
+import pickle
 import queue
 import re
 import signal
@@ -58,6 +63,49 @@ def _jsonable(value: Any) -> Any:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=_jsonable)
+
+
+_CASE_FIELDS = ("input", "output", "expected", "latency_ms", "cost_usd")
+
+
+def _encode_case(payload: dict[str, Any]) -> dict[str, str] | str:
+    """The case as the child receives it, or why it cannot be sent (naming the field)."""
+    try:
+        return {"pickle": base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+                .decode("ascii")}
+    except Exception as exc:
+        where, value = _unpicklable(payload)
+        return (f"case data: {where} is {type(value).__module__}.{type(value).__qualname__}, "
+                f"which cannot be sent to the scorer process ({type(exc).__name__}: {exc}); "
+                "check_scorer(path) passes each case's own objects (pickled), so use values "
+                "that pickle, or check the function in this process with check_scorer(score)")
+
+
+def _unpicklable(payload: dict[str, Any]) -> tuple[str, Any]:
+    """The innermost field (``input['a'][2]``) that does not pickle, and its value."""
+
+    def fails(value: Any) -> bool:
+        try:
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return True
+        return False
+
+    def find(where: str, value: Any) -> tuple[str, Any]:
+        items: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            items = [(f"{where}[{k!r}]", v) for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        for inner, item in items:
+            if fails(item):
+                return find(inner, item)
+        return where, value
+
+    for name in _CASE_FIELDS:
+        if name in payload and fails(payload[name]):
+            return find(name, payload[name])
+    return "the case", payload
 
 
 class _Child:
@@ -270,7 +318,11 @@ def check_path(
             # A crash report quotes stderr: only what this case wrote, not earlier cases.
             child.stderr.clear()
             start = time.perf_counter()
-            message = child.receive(timeout) if child.send(payload) else _EOF
+            encoded = _encode_case(payload)
+            if isinstance(encoded, str):
+                results.append(_failure(encoded, None))
+                continue
+            message = child.receive(timeout) if child.send(encoded) else _EOF
             ms = (time.perf_counter() - start) * 1000
             if message is None:
                 child.kill()
@@ -341,7 +393,16 @@ def _main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        result = call_scorer(score, arity, json.loads(line), None, scorer_file)
+        try:
+            payload = pickle.loads(base64.b64decode(json.loads(line)["pickle"]))
+        except Exception as exc:  # a class the parent has and this process cannot import
+            send({"type": "result", **_failure(
+                f"case data: the scorer process cannot rebuild the case's objects "
+                f"({type(exc).__name__}: {exc}); use values of importable types (a class "
+                "defined in a notebook or __main__ is not), or check the function in this "
+                "process with check_scorer(score)", None)})
+            continue
+        result = call_scorer(score, arity, payload, None, scorer_file)
         send({"type": "result", **result})
 
 

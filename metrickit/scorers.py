@@ -625,7 +625,9 @@ def check_scorer(
     cases
         A DataFrame, JSONL path or list of dicts with input fields (or an ``input`` dict),
         ``output``, optional ``expected``, ``latency_ms``, ``cost_usd``. The first ``n``
-        are used.
+        are used. A path scorer gets each case's own objects (pickled, as
+        :func:`score_cases` would pass them); a case that does not pickle fails with the
+        field named.
     n
         Number of sample cases (the contract check uses 3).
     timeout

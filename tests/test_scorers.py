@@ -789,3 +789,58 @@ def test_path_scorer_stderr_is_read_in_bounded_memory(tmp_path):
     assert "exited with code 3" in problem
     assert "e" * 500 + "... (99999500 more characters) | last words" in problem
     assert len(problem) < 2000
+
+
+class _Point(tuple):
+    pass
+
+
+IDENTITY_SCORER = '''
+import datetime, decimal
+
+def score(input, output, expected=None):
+    checks = {
+        "int key": 1 in input["by_id"],
+        "tuple": input["pair"] == (1, 2) and isinstance(input["pair"], tuple),
+        "set": input["tags"] == {"a", "b"},
+        "datetime": isinstance(input["when"], datetime.datetime),
+        "decimal": isinstance(output, decimal.Decimal),
+        "bytes": expected == b"\\x00\\xff",
+    }
+    failed = [name for name, ok in checks.items() if not ok]
+    return float(not failed), {"feedback": "missing: " + ", ".join(failed)}
+'''
+
+
+def test_check_scorer_path_gives_the_scorer_what_score_cases_gives_it(tmp_path):
+    # The check used to send JSON (int keys became strings, tuples lists, the rest str()):
+    # the same scorer scored 0.0 in the check and 1.0 in score_cases.
+    import datetime
+    import decimal
+
+    path = tmp_path / "metric.py"
+    path.write_text(IDENTITY_SCORER)
+    cases = [{"input": {"by_id": {1: "one"}, "pair": (1, 2), "tags": {"a", "b"},
+                        "when": datetime.datetime(2025, 1, 2, 3, 4)},
+              "output": decimal.Decimal("0.1"), "expected": b"\x00\xff"}]
+    report = mk.check_scorer(path, cases)
+    scored = mk.score_cases(path, cases, progress=False)
+    assert report.ok, str(report)
+    assert report.entries[0].score == scored["score"].iloc[0] == 1.0
+    na = mk.check_scorer(path, [{**cases[0], "input": {**cases[0]["input"], "pair": pd.NA}}])
+    assert na.entries[0].feedback == "missing: tuple"
+
+
+def test_check_scorer_path_refuses_a_case_it_cannot_send_naming_the_field(tmp_path):
+    path = tmp_path / "metric.py"
+    path.write_text(IDENTITY_SCORER)
+    lock = threading.Lock()
+    report = mk.check_scorer(path, [{"input": {"ok": 1, "deep": [0, {"lock": lock}]},
+                                     "output": 1},
+                                    {"input": {"pair": _Point((1, 2))}, "output": 1}], n=2)
+    first, second = (e.problems[0] for e in report.entries)
+    assert first.startswith("case data: input['deep'][1]['lock'] is _thread.lock, which "
+                            "cannot be sent to the scorer process"), first
+    # a class the scorer process cannot import (defined in a test module, a notebook)
+    assert second.startswith("case data: the scorer process cannot rebuild the case's "
+                             "objects (ModuleNotFoundError"), second
