@@ -66,7 +66,9 @@ if TYPE_CHECKING:
         compare_runs,
         mcnemar_exact,
         mean_ci,
+        min_detectable_difference,
         paired_difference,
+        tasks_needed,
     )
 # Bound eagerly: the function shares its name with its submodule, and importing the
 # submodule later (as other modules do) would otherwise leave the module object here.
@@ -132,8 +134,10 @@ _LAZY = {
     "mcnemar_exact": "metrickit.stats",
     "mean_ci": "metrickit.stats",
     "paired_difference": "metrickit.stats",
+    "min_detectable_difference": "metrickit.stats",
+    "tasks_needed": "metrickit.stats",
 }
-_SUBMODULES = ("plots", "stats", "widgets")
+_SUBMODULES = ("plots", "ranking", "stats", "widgets")
 
 
 def __getattr__(name: str) -> object:
@@ -196,6 +200,7 @@ __all__ = [
     "mcnemar_exact",
     "mean_ci",
     "metric",
+    "min_detectable_difference",
     "observation",
     "paired_difference",
     "pass_at_k",
@@ -214,6 +219,7 @@ __all__ = [
     "service_cost",
     "set_judge",
     "summarize_job",
+    "tasks_needed",
     "weighted",
     "write_metric_script",
 ]

@@ -1,0 +1,229 @@
+"""How sure are we? Seeded simulations with known truth for every default interval and test.
+
+For each scenario we draw many data sets whose true value we know, compute metrickit's
+default interval (or test) on each, and count how often it covers the truth (or rejects a
+true null). A 95 % interval is honest here when it covers at least 93 % of the time; a 5 %
+test when it rejects at most 6 %.
+
+    python benchmarks/coverage.py            # the full table (~1-2 minutes on 2 cores)
+    python benchmarks/coverage.py --reps 400 # quicker, noisier
+
+The tests run a reduced version of the same functions (tests/test_coverage.py).
+
+Scenarios:
+* ``bernoulli``: n independent 0/1 rewards with rate p (mean_ci's default: Wilson);
+  exact coverage, summed over every possible count.
+* ``tasks``: T tasks × A attempts; each task's rate drawn from a Beta with mean p and
+  concentration 2 (strongly task-dependent: intraclass correlation 1/3); the default
+  interval clusters by task (cluster-Wilson). This is ``breakdown``'s and
+  ``compare_metrics``' interval on a trial table.
+* ``tasks-cont``: the same design with continuous rewards in [0, 1] (cluster t).
+* ``lognormal``: n skewed positive values (costs, latencies; sigma 1): the t interval used
+  by the trade-off whiskers and the tuner. Known to fall short at small n.
+* ``compare_runs``: two runs with the same task rates (a true null), T tasks × A
+  attempts; the paired t test over tasks must reject at most 6 % at alpha 0.05.
+* ``ties``: ten identical candidates (p 0.5, 50 cases each, independent): the share of
+  data sets in which compare_metrics' rule puts all ten in the best group.
+* ``power``: min_detectable_difference's claim checked: at the difference it returns,
+  the paired t test over tasks should reject about 80 % of the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrickit.ranking import TaskResampler, best_group
+from metrickit.stats import grouped_intervals, min_detectable_difference, paired_t
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    setting: str
+    method: str
+    nominal: float
+    observed: float
+    reps: int
+    flagged: float  # share of data sets whose interval carried a note ("few tasks", ...)
+
+    @property
+    def verdict(self) -> str:
+        """``yes`` (within bounds), ``flagged`` (short, and the output says so), or ``NO``."""
+        if self.scenario == "compare_runs":
+            return "yes" if self.observed <= 0.06 else "NO"
+        if self.scenario == "power":
+            return "yes" if abs(self.observed - self.nominal) <= 0.08 else "NO"
+        if self.observed >= 0.93:
+            return "yes"
+        return "flagged" if self.flagged >= 0.5 else "NO"
+
+
+def _coverage(
+    groups: np.ndarray, reps: int, x: np.ndarray, truth: np.ndarray, clusters: np.ndarray | None
+) -> tuple[float, float, str]:
+    """Coverage of the default interval over ``reps`` data sets in one vectorised call
+    (each data set is a group of :func:`grouped_intervals`)."""
+    gi = grouped_intervals(groups, reps, x, clusters=clusters)
+    covered = (gi.low <= truth) & (truth <= gi.high)
+    flagged = float(np.mean([bool(n) for n in gi.note]))
+    methods = sorted(set(gi.method))
+    return float(covered.mean()), flagged, "/".join(methods)
+
+
+def bernoulli(reps: int, seed: int = 1) -> Iterator[Row]:
+    """Exact coverage: the interval for every possible count k, weighted by its binomial
+    probability (no simulation noise; ``reps`` and ``seed`` are unused)."""
+    from scipy import stats as sps
+
+    del reps, seed
+    for p in (0.1, 0.5, 0.9):
+        for n in (20, 50, 200):
+            k = np.arange(n + 1)
+            # Data set k: k ones and n - k zeros, each a group of grouped_intervals.
+            groups = np.repeat(np.arange(n + 1), n)
+            x = (np.tile(np.arange(n), n + 1) < np.repeat(k, n)).astype(float)
+            gi = grouped_intervals(groups, n + 1, x)
+            covered = (gi.low <= p) & (p <= gi.high)
+            cov = float(np.sum(sps.binom.pmf(k, n, p) * covered))
+            method = "/".join(sorted(set(gi.method)))
+            yield Row("bernoulli", f"p={p} n={n} (exact)", method, 0.95, cov, n + 1, 0.0)
+
+
+def _task_rates(rng: np.random.Generator, p: float, size: tuple[int, ...]) -> np.ndarray:
+    conc = 2.0
+    return rng.beta(p * conc, (1 - p) * conc, size)
+
+
+def tasks(reps: int, seed: int = 2) -> Iterator[Row]:
+    for p in (0.05, 0.1, 0.5, 0.9):
+        for n_tasks in (10, 30, 100):
+            for attempts in (3, 5):
+                rng = np.random.default_rng([seed, int(p * 100), n_tasks, attempts])
+                rates = _task_rates(rng, p, (reps, n_tasks))
+                x = (rng.random((reps, n_tasks, attempts)) < rates[..., None]).astype(float)
+                groups = np.repeat(np.arange(reps), n_tasks * attempts)
+                clusters = np.repeat(np.arange(reps * n_tasks), attempts)
+                cov, flagged, method = _coverage(
+                    groups, reps, x.ravel(), np.full(reps, p), clusters
+                )
+                yield Row(
+                    "tasks", f"p={p} tasks={n_tasks} attempts={attempts}", method, 0.95, cov,
+                    reps, flagged,
+                )
+
+
+def tasks_continuous(reps: int, seed: int = 3) -> Iterator[Row]:
+    for n_tasks in (10, 30, 100):
+        rng = np.random.default_rng([seed, n_tasks])
+        level = rng.beta(2, 2, (reps, n_tasks))  # task difficulty, mean 0.5
+        x = np.clip(level[..., None] + rng.normal(0, 0.15, (reps, n_tasks, 4)), 0, 1)
+        # True mean of clip(level + noise): estimate it once from a huge draw.
+        ref = np.random.default_rng(99)
+        big = np.clip(ref.beta(2, 2, 2_000_000) + ref.normal(0, 0.15, 2_000_000), 0, 1)
+        truth = float(big.mean())
+        groups = np.repeat(np.arange(reps), n_tasks * 4)
+        clusters = np.repeat(np.arange(reps * n_tasks), 4)
+        cov, flagged, method = _coverage(groups, reps, x.ravel(), np.full(reps, truth), clusters)
+        yield Row("tasks-cont", f"tasks={n_tasks} attempts=4", method, 0.95, cov, reps, flagged)
+
+
+def lognormal(reps: int, seed: int = 4) -> Iterator[Row]:
+    for n in (20, 50, 200):
+        rng = np.random.default_rng([seed, n])
+        x = rng.lognormal(0.0, 1.0, reps * n)
+        groups = np.repeat(np.arange(reps), n)
+        truth = float(np.exp(0.5))
+        cov, flagged, method = _coverage(groups, reps, x, np.full(reps, truth), None)
+        yield Row("lognormal", f"sigma=1 n={n}", method, 0.95, cov, reps, flagged)
+
+
+def compare_runs_null(reps: int, seed: int = 5) -> Iterator[Row]:
+    for n_tasks in (5, 10, 30):
+        for attempts in (1, 3, 5):
+            rng = np.random.default_rng([seed, n_tasks, attempts])
+            rejected = 0
+            for _ in range(reps):
+                rates = _task_rates(rng, 0.5, (n_tasks,))
+                a = (rng.random((n_tasks, attempts)) < rates[:, None]).mean(axis=1)
+                b = (rng.random((n_tasks, attempts)) < rates[:, None]).mean(axis=1)
+                _, pvalue = paired_t(a - b)
+                rejected += pvalue < 0.05
+            yield Row(
+                "compare_runs", f"null, tasks={n_tasks} attempts={attempts}", "paired-t",
+                0.05, rejected / reps, reps, 0.0,
+            )
+
+
+def ties(reps: int, seed: int = 6) -> Iterator[Row]:
+    n_groups, n = 10, 50
+    groups = np.repeat(np.arange(n_groups), n)
+    names = [f"c{i}" for i in range(n_groups)]
+    all_tied = 0
+    for r in range(reps):
+        rng = np.random.default_rng([seed, r])
+        x = (rng.random(n_groups * n) < 0.5).astype(float)
+        resampler = TaskResampler(groups, n_groups, None, n_resamples=400, seed=r)
+        estimate = np.bincount(groups, weights=x) / n
+        ri, _ = best_group(names, estimate, resampler, x)
+        all_tied += bool(ri.best_group.all())
+    yield Row("ties", "10 identical, p=0.5 n=50", "rank overlap or Holm", 0.95, all_tied / reps,
+              reps, 0.0)
+
+
+def power(reps: int, seed: int = 7) -> Iterator[Row]:
+    for n_tasks, attempts in ((30, 3), (100, 1)):
+        base, spread = 0.5, 0.15
+        delta = min_detectable_difference(n_tasks, attempts, base, task_spread=spread)
+        rng = np.random.default_rng([seed, n_tasks, attempts])
+        # Task rates with mean 0.5 and sd 0.15: Beta with concentration p(1-p)/sd^2 - 1.
+        conc = base * (1 - base) / spread**2 - 1
+        rejected = 0
+        for _ in range(reps):
+            rates = rng.beta(base * conc, (1 - base) * conc, n_tasks)
+            a = (rng.random((n_tasks, attempts)) < np.clip(rates + delta / 2, 0, 1)[:, None])
+            b = (rng.random((n_tasks, attempts)) < np.clip(rates - delta / 2, 0, 1)[:, None])
+            _, pvalue = paired_t(a.mean(axis=1) - b.mean(axis=1))
+            rejected += pvalue < 0.05
+        yield Row(
+            "power", f"tasks={n_tasks} attempts={attempts} at MDD {delta:.3f}", "paired-t",
+            0.80, rejected / reps, reps, 0.0,
+        )
+
+
+SCENARIOS = (bernoulli, tasks, tasks_continuous, lognormal, compare_runs_null, ties, power)
+
+
+def run(reps: int) -> list[Row]:
+    rows: list[Row] = []
+    for scenario in SCENARIOS:
+        n = reps if scenario not in (ties,) else max(100, reps // 5)
+        rows.extend(scenario(n))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=2000, help="data sets per cell")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    rows = run(args.reps)
+    print(f"{'scenario':<13} {'setting':<38} {'method':<22} {'nominal':>7} {'observed':>8} "
+          f"{'flagged':>7}  verdict")
+    for r in rows:
+        print(f"{r.scenario:<13} {r.setting:<38} {r.method:<22} {r.nominal:>7.2f} "
+              f"{r.observed:>8.3f} {r.flagged:>7.2f}  {r.verdict}")
+    verdicts = [r.verdict for r in rows]
+    print(f"\n{len(rows)} cells: {verdicts.count('yes')} within bounds, "
+          f"{verdicts.count('flagged')} short and flagged, {verdicts.count('NO')} short "
+          f"unflagged; {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Every default interval and test against known truth: a reduced, seeded run of
+benchmarks/coverage.py (the full table is in the README under "How sure are we?").
+
+Deterministic: fixed seeds, so a failure is a change in behaviour, not bad luck.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import metrickit as mk
+
+_spec = importlib.util.spec_from_file_location(
+    "coverage_bench", Path(__file__).parents[1] / "benchmarks" / "coverage.py"
+)
+assert _spec is not None and _spec.loader is not None
+coverage = importlib.util.module_from_spec(_spec)
+sys.modules["coverage_bench"] = coverage  # dataclasses look their module up there
+_spec.loader.exec_module(coverage)
+
+
+def test_bernoulli_wilson_covers():
+    rows = list(coverage.bernoulli(0))
+    assert {r.method for r in rows} == {"wilson"}
+    for r in rows:
+        assert r.observed >= 0.93, r
+
+
+def test_task_clustered_intervals_cover_or_say_they_may_not():
+    rows = list(coverage.tasks(1000)) + list(coverage.tasks_continuous(500))
+    for r in rows:
+        assert r.method.startswith("cluster"), r
+        # Short cells are the rare-success ones, and their intervals carry a note.
+        assert r.observed >= 0.93 or r.flagged >= 0.5, r
+    assert np.mean([r.observed for r in rows]) >= 0.945
+
+
+def test_skewed_costs_are_flagged_where_t_falls_short():
+    for r in coverage.lognormal(400):
+        assert r.observed >= 0.93 or r.flagged >= 0.5, r
+
+
+def test_compare_runs_false_positive_rate_under_a_true_null():
+    rows = list(coverage.compare_runs_null(800))
+    assert len(rows) == 9  # 5, 10, 30 tasks x 1, 3, 5 attempts
+    for r in rows:
+        assert r.observed <= 0.07, r
+    assert np.mean([r.observed for r in rows]) <= 0.06
+
+
+def test_ten_identical_candidates_come_out_tied():
+    (row,) = coverage.ties(100)
+    assert row.observed >= 0.93
+
+
+def test_min_detectable_difference_has_the_power_it_claims():
+    for r in coverage.power(600):
+        assert abs(r.observed - 0.8) <= 0.08, r
+
+
+def test_tasks_needed_inverts_min_detectable_difference():
+    n = mk.tasks_needed(0.1, attempts=3, base_rate=0.5, task_spread=0.1)
+    assert mk.min_detectable_difference(n, 3, 0.5, task_spread=0.1) <= 0.1
+    assert mk.min_detectable_difference(n - 1, 3, 0.5, task_spread=0.1) > 0.1
+    with pytest.raises(mk.StatsError, match="task_spread"):
+        mk.min_detectable_difference(30, 3, 0.5, task_spread=0.6)
+
+
+# --- the audit's statements, each now false --------------------------------------------
+
+
+def test_zero_one_data_never_gets_a_t_interval_or_leaves_its_range():
+    ci = mk.mean_ci([1, 0])
+    assert ci.method == "wilson" and 0 <= ci.low <= ci.high <= 1
+    ones = mk.mean_ci([1] * 20)
+    assert ones.high == 1 and ones.low < 0.9  # an honest width, not [1, 1]
+    zeros = mk.mean_ci([0] * 20, method="wilson")
+    assert zeros.low == 0.0  # was 6.9e-18, above the estimate
+    equal = mk.mean_ci([0.5] * 20)
+    assert "all values equal" in equal.note
+
+
+def _trial_table(seed: int = 0, tasks: int = 30, attempts: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for agent, shift in (("a", 0.0), ("b", 0.0)):
+        rates = rng.beta(1, 1, tasks)
+        for t in range(tasks):
+            for k in range(attempts):
+                rows.append({"agent": agent, "task_name": f"t{t}", "attempt": k + 1,
+                             "reward": float(rng.random() < rates[t] + shift)})
+    return pd.DataFrame(rows)
+
+
+def test_breakdown_clusters_by_task_and_reports_tasks():
+    table = mk.breakdown(_trial_table(), by="agent", value="reward")
+    assert set(table["method"]) == {"cluster-wilson"}
+    assert table["n"].tolist() == [150, 150] and table["n_tasks"].tolist() == [30, 30]
+    plain = mk.breakdown(_trial_table(), by="agent", value="reward", cluster=None)
+    assert set(plain["method"]) == {"wilson"}
+    # Clustering widens the interval when attempts of a task agree.
+    assert ((table["ci_high"] - table["ci_low"]) > (plain["ci_high"] - plain["ci_low"])).all()
+
+
+def test_compare_metrics_on_a_trial_table_clusters_and_counts_tasks():
+    cmp = mk.compare_metrics(_trial_table(), {"pass": mk.pass_rate(1.0, key="reward")},
+                             by="agent")
+    assert set(cmp.table["n_tasks"]) == {30}
+    assert all(m.startswith("cluster-wilson") for m in cmp.table["ci_method"])
+
+
+def test_compare_metrics_rejects_unknown_ci_and_gives_no_interval_for_max():
+    df = pd.DataFrame({"reward": [0.1, 0.5, 0.9]})
+    with pytest.raises(ValueError, match="ci='wilsn'; expected one of"):
+        mk.compare_metrics(df, "mean", ci="wilsn")
+    table = mk.compare_metrics(df, {"top": mk.harbor_metric("max")}).table
+    assert np.isnan(table["ci_low"][0]) and "no honest interval" in table["ci_method"][0]
+
+
+def test_clearly_better_candidate_ranks_one_to_one_and_identical_ones_tie():
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({
+        "candidate": ["good"] * 200 + ["bad"] * 200,
+        "reward": np.r_[rng.random(200) < 0.8, rng.random(200) < 0.2].astype(float),
+    })
+    table = mk.compare_metrics(df, "mean", by="candidate").table.set_index("group")
+    assert (table.loc["good", "rank_low"], table.loc["good", "rank_high"]) == (1, 1)
+    assert table.loc["good", "p_best"] == 1.0 and not table.loc["bad", "best_group"]
+    same = pd.DataFrame({
+        "candidate": np.repeat([f"c{i}" for i in range(10)], 50),
+        "reward": (rng.random(500) < 0.5).astype(float),
+    })
+    cmp = mk.compare_metrics(same, "mean", by="candidate")
+    assert len(cmp.best()["mean"]) == 10 and cmp.table["best_group"].all()
+    assert cmp.pairwise["p_holm"].ge(cmp.pairwise["pvalue"]).all()
