@@ -51,19 +51,24 @@ def _summarize(args: argparse.Namespace) -> int:
 
 @_command("new-metric")
 def _new_metric(args: argparse.Namespace) -> int:
+    from metrickit.errors import MetricError
     from metrickit.scripts import write_metric_script
 
     weights = None
     if args.weights:
         weights = {}
         for item in args.weights.split(","):
-            key, _, value = item.partition("=")
+            key, sep, value = item.partition("=")
+            key = key.strip()
             try:
-                weights[key.strip()] = float(value)
+                if not sep:
+                    raise ValueError(item)
+                number = float(value)
             except ValueError:
-                raise SystemExit(
-                    f"metrickit new-metric: error: --weights item {item!r} is not KEY=NUMBER"
-                ) from None
+                raise MetricError(f"--weights item {item!r} is not KEY=NUMBER") from None
+            if key in weights:
+                raise MetricError(f"--weights names {key!r} twice")
+            weights[key] = number
     function = None
     if args.kind == "function":
         if not args.source:
@@ -79,6 +84,7 @@ def _new_metric(args: argparse.Namespace) -> int:
         q=args.q,
         key=args.key,
         function=function,
+        overwrite=args.force,
     )
     print(
         f"wrote {out}: a Harbor metric.py ({args.kind}); run it with "
@@ -158,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.add_argument("name", help="name of the metric (the key it writes)")
     new.add_argument("-o", "--output", type=Path, required=True, help="file to write")
+    new.add_argument(
+        "--force", action="store_true", help="overwrite the output file if it exists"
+    )
     new.add_argument(
         "--kind",
         default="mean",

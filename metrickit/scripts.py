@@ -308,10 +308,7 @@ _HEADER = '''\
 # /// script
 # dependencies = []
 # ///
-"""{doc}
-
-Written by `metrickit new-metric`. Harbor runs it as `uv run metric.py -i REWARDS -o OUT`.
-"""
+{docstring}
 
 import argparse
 import json
@@ -443,6 +440,46 @@ def compute(rewards):
 }
 
 
+def _finite(name: str, value: Any) -> float:
+    """``value`` as a float when it is a finite real number (not a bool), else MetricError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:  # numpy scalars and the like
+            import numpy as np
+
+            ok = isinstance(value, np.integer | np.floating)
+        except ImportError:  # pragma: no cover
+            ok = False
+        if not ok:
+            raise MetricError(f"{name}={value!r} ({type(value).__name__}); expected a finite "
+                              "number")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise MetricError(f"{name}={value!r} is too large for a float; expected a finite "
+                          "number") from None
+    if not math.isfinite(number):
+        raise MetricError(f"{name}={value!r}; expected a finite number")
+    return number
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise MetricError(f"{name}={value!r} ({type(value).__name__}); expected a string")
+    return value
+
+
+def _docstring(text: str) -> str:
+    """A module docstring literal holding ``text``, whatever it contains."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"""{text}\n\n{_WRITTEN_BY}\n"""'
+    return repr(f"{text}\n\n{_WRITTEN_BY}\n")
+
+
+_WRITTEN_BY = (
+    "Written by `metrickit new-metric`. Harbor runs it as `uv run metric.py -i REWARDS -o OUT`."
+)
+
+
 def write_metric_script(
     path: str | os.PathLike[str],
     *,
@@ -454,6 +491,7 @@ def write_metric_script(
     q: float = 0.5,
     key: str | None = None,
     function: Callable[[list[Any]], Any] | None = None,
+    overwrite: bool = True,
 ) -> Path:
     """Write a standalone Harbor ``metric.py`` computing a built-in or your own metric.
 
@@ -461,26 +499,61 @@ def write_metric_script(
     ``"pass_rate"`` (``threshold``, optional ``keys``), ``"weighted"`` (``weights``),
     ``"quantile"`` (``q``, ``key``), or ``"function"``: ``function`` is a plain-Python
     function ``compute(rewards: list[dict | None]) -> dict`` whose source is copied in.
+
+    Every argument is checked before anything is written, as the in-process metrics check
+    them: ``threshold`` finite, weights finite, >= 0 and not all 0, ``0 <= q <= 1``, names
+    and keys strings (written into the script as string literals, never as code).
+    ``overwrite=False`` refuses an existing file (``metrickit new-metric`` without
+    ``--force``).
+
+    Raises
+    ------
+    MetricError
+        An argument the metric cannot use, or an existing file with ``overwrite=False``;
+        nothing is written.
     """
     out = Path(path)
-    label = name or kind
+    label = (_text("name", name) if name is not None else "") or _text("kind", kind)
     if kind in ("mean", "sum", "min", "max"):
         body = _BODIES["harbor"].format(kind=kind)
     elif kind == "pass_rate":
-        body = _BODIES["pass_rate"].format(keys=list(keys), threshold=float(threshold), name=label)
+        if isinstance(keys, str):
+            raise MetricError(f"keys={keys!r} is one string; expected a list of reward keys")
+        body = _BODIES["pass_rate"].format(
+            keys=[_text("keys item", k) for k in keys],
+            threshold=_finite("threshold", threshold), name=label,
+        )
     elif kind == "weighted":
         if not weights:
             raise MetricError(
                 "kind='weighted' needs weights, e.g. {'correctness': 0.7, 'style': 0.3}"
             )
-        body = _BODIES["weighted"].format(weights=dict(weights), name=label)
+        checked = {_text("weights key", k): _finite(f"weights[{k!r}]", w)
+                   for k, w in weights.items()}
+        total = sum(checked.values())  # as the script sums them
+        if any(w < 0 for w in checked.values()) or not 0 < total < math.inf:
+            raise MetricError(f"weights {checked!r} must be >= 0 and not all 0 (and sum to a "
+                              "finite number)")
+        body = _BODIES["weighted"].format(weights=checked, name=label)
     elif kind == "quantile":
-        body = _BODIES["quantile"].format(key=key, q=float(q), name=label)
+        number = _finite("q", q)
+        if not 0.0 <= number <= 1.0:
+            raise MetricError(f"quantile q={q!r}; expected 0 <= q <= 1")
+        body = _BODIES["quantile"].format(
+            key=None if key is None else _text("key", key), q=number, name=label
+        )
     elif kind == "function":
         if function is None:
             raise MetricError("kind='function' needs function=compute(rewards) -> dict")
-        source = textwrap.dedent(inspect.getsource(function))
-        fname = function.__name__
+        fname = getattr(function, "__name__", "")
+        if not isinstance(fname, str) or not fname.isidentifier():
+            raise MetricError(f"function {function!r} has no usable name; expected a plain "
+                              "def compute(rewards) -> dict (not a lambda)")
+        try:
+            source = textwrap.dedent(inspect.getsource(function))
+        except (OSError, TypeError) as exc:
+            raise MetricError(f"the source of {fname} cannot be read ({exc}); expected a "
+                              "function defined in a .py file") from None
         body = "\n\n" + source + (f"\n\ncompute = {fname}\n" if fname != "compute" else "")
     else:
         raise MetricError(
@@ -488,5 +561,11 @@ def write_metric_script(
             "or function"
         )
     doc = f"Harbor metric {label!r} ({kind})"
-    out.write_text(_HEADER.format(doc=doc) + body + _FOOTER.format(doc=doc), encoding="utf-8")
+    text = _HEADER.format(docstring=_docstring(doc)) + body + _FOOTER.format(doc=doc)
+    try:
+        with open(out, "w" if overwrite else "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise MetricError(f"{out} exists; not overwritten (pass --force to "
+                          "metrickit new-metric, or overwrite=True)") from None
     return out

@@ -274,3 +274,96 @@ def test_script_output_is_read_in_bounded_memory(tmp_path):
     growth_mb, tail = proc.stdout.split("\n", 1)
     assert int(growth_mb) < 40, growth_mb  # was ~250 MB
     assert tail.strip() == "e" * 1993 + "the end"
+
+
+# ---------------------------------------------------------------------------
+# new-metric: every argument checked, names written as literals, nothing overwritten
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--kind", "pass_rate", "--threshold", "nan"], "threshold=nan; expected a finite"),
+        (["--kind", "pass_rate", "--threshold", "inf"], "threshold=inf; expected a finite"),
+        (["--kind", "weighted", "--weights", "a=inf"], "weights['a']=inf; expected a finite"),
+        (["--kind", "weighted", "--weights", "a=nan,b=1"], "weights['a']=nan"),
+        (["--kind", "weighted", "--weights", "a=1,b=-1"], "must be >= 0 and not all 0"),
+        (["--kind", "weighted", "--weights", "a=0,b=0"], "must be >= 0 and not all 0"),
+        (["--kind", "weighted", "--weights", "a=1e308,b=1e308"], "sum to a finite number"),
+        (["--kind", "weighted", "--weights", "a=1,a=2"], "--weights names 'a' twice"),
+        (["--kind", "weighted", "--weights", "a"], "--weights item 'a' is not KEY=NUMBER"),
+        (["--kind", "quantile", "--q", "2"], "quantile q=2.0; expected 0 <= q <= 1"),
+        (["--kind", "quantile", "--q", "-0.5"], "quantile q=-0.5; expected 0 <= q <= 1"),
+        (["--kind", "quantile", "--q", "nan"], "q=nan; expected a finite number"),
+    ],
+)
+def test_new_metric_refuses_bad_arguments_and_writes_nothing(tmp_path, capsys, args, message):
+    # Each used to write a script (exit 0) that raised NameError, ZeroDivisionError or
+    # IndexError when Harbor ran it, or (q=-0.5) returned a made-up value.
+    from metrickit import cli
+
+    out = tmp_path / "metric.py"
+    assert cli.main(["new-metric", "m", "-o", str(out), *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("metrickit new-metric: error: ") and message in err, err
+    assert not out.exists()
+
+
+NAMES = ['x"""\nopen("PWNED", "w")\n"""', "it's \\ {braces} \"q\"", "line\nbreak\ttab",
+         "ünï — 名前", "", "'''"]
+
+
+@pytest.mark.parametrize("kind", ["mean", "pass_rate", "weighted", "quantile"])
+def test_new_metric_names_are_string_literals_not_code(tmp_path, kind):
+    # A name holding \"\"\" ended the generated docstring: the rest ran as code.
+    rows = [{"a": 1}, None, {"a": 0}]
+    for i, name in enumerate(NAMES):
+        out = tmp_path / f"m{i}.py"
+        extra = {"weights": {name: 1.0}} if kind == "weighted" else {}
+        mk.write_metric_script(out, kind=kind, name=name, keys=["a"] if kind == "pass_rate"
+                               else (), **extra)
+        compile(out.read_text(encoding="utf-8"), str(out), "exec")
+        if kind == "weighted":
+            rows = [{name: 1}, None, {name: 0.5}]
+        got = mk.run_metric_script(out, rows, python=sys.executable)
+        assert list(got) == ([kind] if kind == "mean" else [name or kind]), (name, got)
+        assert not list(tmp_path.glob("**/PWNED"))
+
+
+def test_new_metric_refuses_to_overwrite_without_force(tmp_path, capsys):
+    from metrickit import cli
+
+    out = tmp_path / "metric.py"
+    out.write_text("my own script\n")
+    assert cli.main(["new-metric", "m", "-o", str(out), "--kind", "sum"]) == 1
+    assert "exists; not overwritten (pass --force" in capsys.readouterr().err
+    assert out.read_text() == "my own script\n"
+    assert cli.main(["new-metric", "m", "-o", str(out), "--kind", "sum", "--force"]) == 0
+    assert out.read_text().startswith("# /// script")
+    with pytest.raises(mk.MetricError, match="exists; not overwritten"):
+        mk.write_metric_script(out, kind="sum", overwrite=False)
+
+
+def test_write_metric_script_checks_types_as_the_metrics_do(tmp_path):
+    out = tmp_path / "metric.py"
+    bad = [
+        ({"kind": "pass_rate", "threshold": True}, "threshold=True (bool); expected a finite"),
+        ({"kind": "pass_rate", "threshold": "1"}, "threshold='1' (str)"),
+        ({"kind": "pass_rate", "keys": "abc"}, "keys='abc' is one string"),
+        ({"kind": "pass_rate", "keys": [1]}, "keys item=1 (int); expected a string"),
+        ({"kind": "weighted", "weights": {1: 1.0}}, "weights key=1 (int)"),
+        ({"kind": "quantile", "q": 10**400}, "too large for a float"),
+        ({"kind": "quantile", "key": 3}, "key=3 (int); expected a string"),
+        ({"kind": "mean", "name": 3}, "name=3 (int); expected a string"),
+        ({"kind": "function", "function": lambda rows: {}}, "not a lambda"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(mk.MetricError) as info:
+            mk.write_metric_script(out, **kwargs)
+        assert message in str(info.value), (kwargs, str(info.value))
+        assert not out.exists()
+    # numpy scalars are numbers
+    mk.write_metric_script(out, kind="quantile", q=np.float64(0.25))
+    assert mk.run_metric_script(out, [{"a": 0}, {"a": 4}], python=sys.executable) == {
+        "quantile": 1.0}
