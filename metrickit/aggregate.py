@@ -290,6 +290,12 @@ def aggregate(
     if is_lazy(rewards):  # polars LazyFrame / scan_rewards / Dask: streamed in row order
         return aggregate_lazy(rewards, metric, by=by)
     if not _is_frame(rewards):
+        if by is None and isinstance(metric, str) and metric in HARBOR_METRICS:
+            # No frame: Harbor's answer for any valid input (keys named like metadata
+            # columns too), in memory that grows with the data (metrickit._direct).
+            from metrickit._direct import aggregate_source
+
+            return aggregate_source(rewards, metric)
         rewards = read_rewards(rewards)
     rewards = _finished_trials(rewards)
     if by is not None:

@@ -32,10 +32,10 @@ def _command(name: str) -> Callable[[Command], Command]:
 @_command("aggregate")
 def _aggregate(args: argparse.Namespace) -> int:
     from metrickit.aggregate import aggregate
-    from metrickit.rewards import read_rewards
 
-    frame = read_rewards(args.input_path)
-    result = aggregate(frame, args.metric)
+    # Straight from the file, no frame: Harbor's answer for any valid input (keys named like
+    # metadata columns too), in memory that grows with the data.
+    result = aggregate(Path(args.input_path), args.metric)
     text = json.dumps(result)
     args.output_path.write_text(text)
     return 0

@@ -79,6 +79,13 @@ _SAMPLE_LINES = 200
 #: is the result plus a small multiple of this, and numpy scans run faster than on one
 #: file-sized array.
 BLOCK_BYTES = 4 << 20
+#: The frame readers refuse input whose frame would hold more zero-filled cells (rows x
+#: keys minus the cells in the data) than this: many distinct keys on few rows.
+#: ``metrickit.aggregate(path)`` and ``metrickit aggregate`` still answer, in memory that
+#: grows with the data.
+MAX_FILLED_CELLS = 20_000_000
+# A block parsed into dense columns holds at most this many cells, or 4x its own cells.
+_DENSE_BLOCK_CELLS = 1 << 20
 # Rows with a "1.0"-style token are re-read with json; past this many, a second polars
 # read (Int64 schema) is cheaper.
 _MAX_MARKED = 20_000
@@ -501,6 +508,7 @@ class _RowBuilder:
 
     def build(self) -> Parsed:
         n = len(self.lines)
+        _check_filled(self.source, n, len(self.cells), sum(len(c) for c in self.cells.values()))
         parsed = Parsed(
             self.source,
             np.asarray(self.lines, dtype=np.int64),
@@ -521,6 +529,15 @@ class _RowBuilder:
 
 
 def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
+    builder, newlines = _slow_rows(name, data)
+    parsed = builder.build()
+    parsed.newlines = newlines
+    return parsed, builder.problems
+
+
+def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
+    """Every line of ``data`` through json, into a builder (sparse cells); and the number
+    of newlines in ``data``."""
     builder = _RowBuilder(name)
     raw_lines = data.split(b"\n")
     for number, raw in enumerate(raw_lines, start=1):
@@ -558,9 +575,7 @@ def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
             )
             continue
         builder.add(number, obj)
-    parsed = builder.build()
-    parsed.newlines = len(raw_lines) - 1
-    return parsed, builder.problems
+    return builder, len(raw_lines) - 1
 
 
 def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
@@ -668,6 +683,12 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
             payload = bytes(copy)
             del copy, out
     colons = int(np.count_nonzero(buf == ord(":")))
+    # Dense columns only when the block is about as dense as its cells: a block whose keys
+    # are sparse (one distinct key per line, say) keeps its cells in the exact path instead
+    # of a rows x keys frame.
+    dense_limit = max(_DENSE_BLOCK_CELLS, 4 * colons)
+    if n * len(keys) > dense_limit:
+        return None
 
     def read(columns: list[str], dtype: Any, ignore_errors: bool = False) -> pl.DataFrame:
         schema = {k: dtype for k in columns} or {"\x00": pl.Float64}
@@ -679,7 +700,10 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     try:
         frame = read(keys, pl.Float64)
         if cells(frame) != colons:
-            # A key the sample did not show (or a duplicate, or a null value): find all keys.
+            # A key the sample did not show (or a duplicate, or a null value): find all keys,
+            # unless the unseen cells could make the block sparse (each a key of its own).
+            if n * (len(keys) + colons - cells(frame)) > dense_limit:
+                return None
             inferred = pl.read_ndjson(payload, infer_schema_length=None)
             keys = sorted(inferred.columns)
             del inferred
@@ -881,6 +905,19 @@ def _pop(columns: dict[str, Any], key: str, size: int, dtype: Any) -> Any:
     return np.zeros(size, dtype) if column is None else column
 
 
+def _check_filled(source: str, rows: int, keys: int, cells: int) -> None:
+    """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells."""
+    filled = rows * keys - cells
+    if filled > MAX_FILLED_CELLS:
+        raise RewardFileError(
+            f"{source}: {rows:,} rows x {keys:,} reward keys would make a frame of "
+            f"{rows * keys:,} cells, {filled:,} of them zero-filled (the frame readers stop "
+            f"at {MAX_FILLED_CELLS:,} zero-filled cells: metrickit.rewards.MAX_FILLED_CELLS); "
+            "use metrickit.aggregate(path) or `metrickit aggregate`, which aggregate key by "
+            "key in memory that grows with the data"
+        )
+
+
 def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
     reserved = set(META_COLUMNS) | {KIND_PREFIX + k for k in keys}
     clash = [k for k in keys if k in reserved]
@@ -893,13 +930,20 @@ def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
                 break
         raise RewardFileError(
             f"{where}reward key {clash[0]!r} clashes with a metadata column metrickit adds "
-            f"({', '.join(META_COLUMNS)}, {KIND_PREFIX}<key>); rename the key"
+            f"({', '.join(META_COLUMNS)}, {KIND_PREFIX}<key>), so no frame can hold it; "
+            "metrickit.aggregate(path) and `metrickit aggregate` build no metadata columns "
+            "and give Harbor's answer, or rename the key"
         )
 
 
 def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
     """Turn parsed sources into one DataFrame of the chosen backend."""
-    _check_names(sorted({k for p in parts for k in p.values}), parts)
+    names = sorted({k for p in parts for k in p.values})
+    _check_names(names, parts)
+    if len(parts) > 1:
+        cells = sum(int(np.count_nonzero(kinds)) for p in parts for kinds in p.kinds.values())
+        source = parts[0].source if len({p.source for p in parts}) == 1 else "the input"
+        _check_filled(source, sum(p.n for p in parts), len(names), cells)
     keys, cols = _merge(parts)
     if backend == "polars":
         return _to_polars(keys, cols)

@@ -146,6 +146,15 @@ def scan_rewards(source: PathSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) 
         explain_detail=", ".join(printable(name) for name in spec.names),
     )
     setattr(lazy, SCAN_ATTRIBUTE, spec)
+    schema_of = lazy.collect_schema
+
+    def collect_schema() -> pl.Schema:
+        # The scan's own schema raises the input's error (a key clashing with a metadata
+        # column, a bad line) rather than list no reward columns: polars would wrap it.
+        spec.schema()
+        return schema_of()
+
+    lazy.collect_schema = collect_schema  # type: ignore[method-assign]
     return lazy
 
 

@@ -149,3 +149,60 @@ def test_aggregate_in_a_thread_survives_interpreter_shutdown():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "done"
+
+
+def test_json_booleans_aggregate_as_floats_like_harbors_pipeline(tmp_path):
+    """Issue 13, defect 11: JSON true/false aggregate as the floats 1.0/0.0, as Harbor's
+    pipeline gives them (its VerifierResult model turns true into 1.0), not as raw
+    aggregate_reward_dicts over json.loads rows would (Python's sum keeps bools as ints)."""
+    import json as _json
+
+    from harbor_reference import aggregate_reward_dicts, harbor_aggregate
+
+    from metrickit.cli import main as cli_main
+
+    text = '{"r": true}\n{"r": false}\n{"r": true}\n'
+    path = tmp_path / "bools.jsonl"
+    path.write_text(text)
+    rows = [_json.loads(line) for line in text.splitlines()]
+    pipeline = harbor_aggregate(rows, "sum")  # VerifierResult: true -> 1.0
+    assert pipeline == {"sum": 2.0} and type(pipeline["sum"]) is float
+    raw = aggregate_reward_dicts(rows, "sum", sum)  # json.loads rows straight in
+    assert raw == {"sum": 2} and type(raw["sum"]) is int
+    out = tmp_path / "out.json"
+    assert cli_main(["aggregate", "-i", str(path), "-o", str(out), "--metric", "sum"]) == 0
+    assert out.read_text() == '{"sum": 2.0}'
+    for got in (mk.aggregate(path, "sum"), mk.aggregate(mk.read_rewards(path), "sum"),
+                mk.aggregate(mk.scan_rewards(path), "sum"), mk.aggregate(rows, "sum")):
+        assert got == pipeline and type(got["sum"]) is float
+    assert mk.aggregate(rows, "max") == {"max": 1.0} == harbor_aggregate(rows, "max")
+    assert type(mk.aggregate(rows, "max")["max"]) is float
+
+
+def test_aggregate_path_memory_grows_with_the_data(tmp_path):
+    """Issue 13, defect 6: one distinct key per line. aggregate(path) and the CLI answer
+    key by key from the cells; the frame readers refuse above MAX_FILLED_CELLS."""
+    import json as _json
+
+    from harbor_reference import harbor_aggregate
+
+    from metrickit import rewards
+    from metrickit.errors import RewardFileError
+
+    rows = [{f"k{i:04d}": (i % 5) / 2 if i % 3 else i % 2} for i in range(1500)] + [None, {}]
+    path = tmp_path / "many.jsonl"
+    path.write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
+    want = harbor_aggregate(rows)
+    assert mk.aggregate(path) == want == mk.aggregate(mk.read_rewards(path))
+    assert mk.aggregate(path, "sum") == harbor_aggregate(rows, "sum")
+    old = rewards.MAX_FILLED_CELLS
+    rewards.MAX_FILLED_CELLS = 1_000_000  # 1,502 rows x 1,500 keys: 2.25M cells
+    try:
+        with pytest.raises(RewardFileError, match=r"1,502 rows x 1,500 reward keys") as info:
+            mk.read_rewards(path)
+        assert "metrickit.aggregate(path)" in str(info.value)
+        with pytest.raises(RewardFileError, match="zero-filled"):
+            mk.read_rewards(path, backend="polars")
+        assert mk.aggregate(path) == want  # still answers
+    finally:
+        rewards.MAX_FILLED_CELLS = old

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from harbor_reference import harbor_aggregate
 from reward_oracle import check_frame, expect
 
 import metrickit as mk
@@ -72,10 +73,25 @@ def test_nasty_reward_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixt
             assert message.startswith(f"{path}:{case['error_line']}: "), (reader, message)
             assert case["match"] in message, (reader, message)
 
+    if case.get("aggregates"):
+        # Valid Harbor input that no frame can hold (a key named like a metadata column):
+        # the scan's schema refuses it too, and every aggregate path gives Harbor's answer.
+        with pytest.raises(RewardFileError, match=case["match"]):
+            mk.scan_rewards(path).collect_schema()
+        rows = [json.loads(line) for line in data.splitlines() if line.strip()]
+        for metric in ("mean", "sum", "min", "max"):
+            want = harbor_aggregate(rows, metric)
+            assert mk.aggregate(path, metric) == want
+            assert mk.aggregate(mk.scan_rewards(path, chunk_bytes=64), metric) == want
+            assert mk.aggregate(rows, metric) == want
+
     out = tmp_path / "metrics.json"
     code = cli_main(["aggregate", "-i", str(path), "-o", str(out)])
     err = capsys.readouterr().err
-    if "rows" in case:
+    if case.get("aggregates"):
+        assert code == 0, err
+        assert json.loads(out.read_text()) == harbor_aggregate(rows)
+    elif "rows" in case:
         assert code == 0, err
         assert json.loads(out.read_text()) == mk.aggregate(mk.read_rewards(path))
     else:
