@@ -78,7 +78,8 @@ class JudgeNotConfiguredError(MetrickitError, RuntimeError):
 class Problem:
     """One problem found in an input, with enough context to find and fix it.
 
-    ``line`` is 1-based; ``key`` is the reward key involved, if any.
+    ``line`` is 1-based; ``key`` is the reward key involved, if any; ``value`` the bad
+    value as written (its ``repr``, shortened: ``"'high'"``, ``"NaN"``), if any.
     """
 
     source: str

@@ -251,6 +251,29 @@ def _looks_like_text(s: str) -> bool:
     return "\n" in s or head in ("{", "[", '"') or s.strip() in ("null", "")
 
 
+def _json_text(s: str) -> bool:
+    """One line of valid JSON (a path is never one; a line this long is never a path)."""
+    if len(s) > 4096:
+        return True
+    try:
+        json.loads(s)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _is_frame(obj: Any) -> bool:
+    """A DataFrame or LazyFrame of any library narwhals knows (iterating one gives its
+    column names, which would be read as paths)."""
+    import narwhals as nw
+
+    try:
+        nw.from_native(obj)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_file(s: str) -> bool:
     try:
         return Path(s).is_file()
@@ -337,8 +360,28 @@ def _expand(item: str | os.PathLike[str]) -> list[Path]:
 def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[Any]]]:
     if isinstance(source, bytes | bytearray | memoryview):
         yield "<bytes>", bytes(source)
+    elif isinstance(source, str) and not source.strip() and "\n" not in source:
+        raise RewardFileError(
+            f"source is {source!r}: a blank string is neither a path nor JSONL text (an "
+            "unset variable?); pass a reward file's path, or JSONL text with its lines"
+        )
     elif isinstance(source, str) and _looks_like_text(source) and not _is_file(source):
-        yield "<text>", source.encode("utf-8")
+        if "\n" not in source and not _json_text(source):
+            # '{run}/rewards.jsonl' that does not exist: a missing file, not bad JSON
+            try:
+                found = _expand(source)
+            except RewardFileError:  # a glob pattern that matches nothing
+                found = []
+            if not found or not found[0].exists():
+                raise RewardFileError(
+                    f"{source}: no such file (read as a path: no file or glob match of that "
+                    "name exists, and it is one line that is not valid JSON, so not JSONL "
+                    "text either)"
+                )
+            for path in found:
+                yield str(path), path
+        else:
+            yield "<text>", source.encode("utf-8")
     elif isinstance(source, str | os.PathLike):
         for path in _expand(source):
             yield str(path), path
@@ -349,6 +392,14 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[An
     elif isinstance(source, Mapping):
         raise RewardFileError(
             "read_rewards got a single dict; pass a list of dicts/None (one per trial)"
+        )
+    elif _is_frame(source):
+        raise RewardFileError(
+            f"read_rewards got a {type(source).__module__.split('.')[0]} "
+            f"{type(source).__name__}; it reads reward files, JSONL text and reward dicts, "
+            "not frames. A frame from read_rewards is read already: pass it to aggregate(), "
+            "compare_metrics() and the rest as it is; to read reward dicts held in a column, "
+            "pass read_rewards(frame[column].tolist())"
         )
     elif isinstance(source, Iterable):
         rows = list(source)
@@ -454,8 +505,9 @@ class _RowBuilder:
     cells: dict[str, dict[int, tuple[float, int]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
-    def bad(self, line: int, message: str, key: str | None = None) -> None:
-        self.problems.append(Problem(self.source, line, message, key=key))
+    def bad(self, line: int, message: str, key: str | None = None,
+            value: str | None = None) -> None:
+        self.problems.append(Problem(self.source, line, message, key=key, value=value))
         self.lines.append(line)
         self.status.append(INVALID)
 
@@ -497,7 +549,7 @@ class _RowBuilder:
                 return
             result = _check_value(key, value)
             if isinstance(result, str):
-                self.bad(line, result, key=key)
+                self.bad(line, result, key=key, value=_short(value, 200))  # its repr
                 return
             checked[key] = result
         row = len(self.lines)

@@ -233,8 +233,9 @@ def _dump(rows, style):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_properties_rows_lines_backends_and_paths_agree(rows, style):
     text = _dump(rows, style)
-    pdf = mk.read_rewards(text)
-    pldf = mk.read_rewards(text, backend="polars")
+    source = text or b""  # a blank string is refused (an unset path?); no rows are b""
+    pdf = mk.read_rewards(source)
+    pldf = mk.read_rewards(source, backend="polars")
     # rows == non-blank lines
     assert len(pdf) == len(rows) == pldf.height
     assert pdf["_line"].tolist() == list(range(1, len(rows) + 1))
@@ -327,7 +328,7 @@ def test_any_block_size_gives_the_exact_frame(rows, style, block):
     old = R.BLOCK_BYTES
     R.BLOCK_BYTES = block
     try:
-        got = mk.read_rewards(text)
+        got = mk.read_rewards(text or "\n")  # a blank string is refused (an unset path?)
     finally:
         R.BLOCK_BYTES = old
     pd.testing.assert_frame_equal(got, _exact(text))
@@ -412,3 +413,59 @@ def test_keys_that_look_like_polars_regexes(backend, tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(text)
     assert mk.aggregate(mk.scan_rewards(path)) == mk.aggregate(df)
+
+
+# ---------------------------------------------------------------------------
+# Sources that are not what they seem
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["", "   "])
+def test_a_blank_string_is_refused_not_read_as_no_rows(source):
+    # An unset path variable: aggregate("") used to answer {"mean": 0}.
+    with pytest.raises(mk.RewardFileError, match="blank string is neither a path nor JSONL"):
+        mk.aggregate(source)
+    with pytest.raises(mk.RewardFileError, match="blank string"):
+        mk.read_rewards(source, backend="polars")
+    assert len(mk.read_rewards("\n")) == 0  # text with its lines: no rows, as before
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_a_missing_path_that_starts_like_json_is_a_missing_file(tmp_path, backend):
+    # '{run}/rewards.jsonl' used to be parsed as JSON text ("<text>:1: invalid JSON").
+    with pytest.raises(mk.RewardFileError) as info:
+        mk.read_rewards("{run}/rewards.jsonl", backend=backend)
+    assert str(info.value).startswith("{run}/rewards.jsonl: no such file (read as a path")
+    with pytest.raises(mk.RewardFileError, match="no such file"):
+        mk.aggregate("{run}/rewards.jsonl")
+    # the same name, existing, is read as the file; one line of valid JSON is text
+    folder = tmp_path / "{run}"
+    folder.mkdir()
+    (folder / "rewards.jsonl").write_text('{"r": 1}\n{"r": 0}\n')
+    assert mk.aggregate(str(folder / "rewards.jsonl")) == {"mean": 0.5}
+    assert mk.aggregate('{"r": 1}') == {"mean": 1.0}
+    with pytest.raises(mk.RewardFileError, match=r"^\[run\]\*\.jsonl: no such file \(read as"):
+        mk.read_rewards("[run]*.jsonl")  # a glob pattern that matches nothing
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pd.DataFrame({"reward": [1.0]}),
+    lambda: pl.DataFrame({"reward": [1.0]}),
+    lambda: pl.LazyFrame({"reward": [1.0]}),
+    lambda: mk.read_rewards('{"reward": 1}\n'),
+])
+def test_a_frame_given_to_read_rewards_says_frames_are_not_read(make):
+    # It was iterated as column names, read as paths: "reward: no such file".
+    with pytest.raises(mk.RewardFileError) as info:
+        mk.read_rewards(make())
+    message = str(info.value)
+    assert "DataFrame" in message or "LazyFrame" in message
+    assert "not frames" in message and "pass it to aggregate()" in message
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_reported_problems_carry_the_bad_value(backend):
+    text = '{"a": 1}\n{"a": "high"}\n{"a": NaN}\n{"a": [1, 2]}\n{"a": 1e400}\n'
+    _, problems = mk.read_rewards(text, backend=backend, errors="report")
+    assert [(p.line, p.key, p.value) for p in problems] == [
+        (2, "a", "'high'"), (3, "a", "NaN"), (4, "a", "[1, 2]"), (5, "a", "inf")]
