@@ -85,6 +85,17 @@ def _is_number(value: Any) -> bool:
     )
 
 
+_FLOAT_HINT = " (an int or a float: convert it with float())"
+
+
+def _is_other_number(value: Any) -> bool:
+    """A real number that is not an int or float (Decimal, Fraction): float() converts it."""
+    import numbers
+    from decimal import Decimal
+
+    return isinstance(value, numbers.Real | Decimal) and not isinstance(value, bool)
+
+
 def _fits_float(value: Any) -> bool:
     """False for an int too large for a float (10**400): math.isfinite and float() raise."""
     try:
@@ -135,7 +146,8 @@ def validate_result(value: Any) -> list[str]:
         problems.append(f"the score is a bool {score!r}; a bool is not a score, "
                         "return 1.0 or 0.0")
     elif not _is_number(score):
-        problems.append(f"the score is {_describe(score)}; expected a number")
+        problems.append(f"the score is {_describe(score)}; expected a number"
+                        + _FLOAT_HINT * _is_other_number(score))
     elif not _fits_float(score) or not math.isfinite(score):
         problems.append(f"the score is {_short(score, 80)}; expected a finite number")
     if not isinstance(side, dict):
@@ -159,7 +171,7 @@ def validate_result(value: Any) -> list[str]:
                                     "expected a string")
                 elif not _is_number(number):
                     problems.append(f"named score {name!r} is {_describe(number)}; "
-                                    "expected a number")
+                                    "expected a number" + _FLOAT_HINT * _is_other_number(number))
                 elif not _fits_float(number) or not math.isfinite(number):
                     problems.append(f"named score {name!r} is {_short(number, 80)}; "
                                     "expected a finite number")
@@ -756,6 +768,10 @@ def score_cases(
         keeps the reason in ``error``; :func:`score_summary` counts them.
     """
     _check_timeout(timeout, allow_none=True)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ScorerError(f"workers is {workers!r}; expected a positive number of threads "
+                          "(or None for the thread pool's default)")
     if isinstance(score, str | os.PathLike):
         score, _ = load_scorer(score)
     arity, reason = scorer_arity(score)

@@ -558,6 +558,11 @@ def reward(
         for part, value in (("speed", latency), ("cost", cost))
         if value is None
     ]
-    text = " ".join([feedback, *notes]) if feedback else " ".join(notes)
+    text = feedback
+    if notes:
+        head = feedback.rstrip()
+        if head and head[-1] not in ".!?":
+            head += "."  # the notes are sentences: "fine. The latency was not measured..."
+        text = " ".join([head, *notes]) if head else " ".join(notes)
     parts = {p: float(scores[f"{p}_score"][0]) for p in PARTS}
     return float(scores["reward"][0]), {"feedback": text, "scores": parts}

@@ -844,3 +844,26 @@ def test_check_scorer_path_refuses_a_case_it_cannot_send_naming_the_field(tmp_pa
     # a class the scorer process cannot import (defined in a test module, a notebook)
     assert second.startswith("case data: the scorer process cannot rebuild the case's "
                              "objects (ModuleNotFoundError"), second
+
+
+def test_score_cases_refuses_a_bad_workers_count_with_its_own_error():
+    # workers=0 raised the thread pool's bare ValueError
+    for workers in (0, -1, 1.5, True):
+        with pytest.raises(mk.ScorerError, match=f"workers is {workers!r}; expected a positive"):
+            mk.score_cases(returning((1.0, {"feedback": ""})), CASES, workers=workers,
+                           progress=False)
+
+
+def test_decimal_and_fraction_scores_say_convert_with_float():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    problems = validate_result((Decimal("0.5"), {"feedback": "", "scores": {"a": Fraction(1, 2)}}))
+    assert problems == [
+        "the score is Decimal('0.5') (Decimal); expected a number (an int or a float: convert "
+        "it with float())",
+        "named score 'a' is Fraction(1, 2) (Fraction); expected a number (an int or a float: "
+        "convert it with float())",
+    ]
+    assert validate_result(("0.5", {"feedback": ""}))[0].endswith("(not a string)")
+    assert "float()" not in validate_result((1j, {"feedback": ""}))[0]

@@ -291,3 +291,14 @@ def test_score_frame_refuses_text_columns_and_names_the_row():
                        "cost_usd": [0.01, 0.02]})
     with pytest.raises(mk.RewardInputError, match=r"'latency_ms' has dtype .*row 0 holds '1500'"):
         spec.score_frame(df)
+
+
+def test_reward_feedback_and_the_notes_are_separate_sentences():
+    # "fine" used to run into the note: "fine The latency was not measured, ..."
+    note = "The latency was not measured, so the speed part scores 0."
+    with measured(latency_ms=None, cost_usd=0.0):
+        assert mk.reward(DESIGN_SPEC, 0.9, "fine")[1]["feedback"] == f"fine. {note}"
+        assert mk.reward(DESIGN_SPEC, 0.9, "fine!  ")[1]["feedback"] == f"fine! {note}"
+        assert mk.reward(DESIGN_SPEC, 0.9, "")[1]["feedback"] == note
+    with measured(latency_ms=1, cost_usd=0.0):  # nothing to add: the feedback as given
+        assert mk.reward(DESIGN_SPEC, 0.9, "fine ")[1]["feedback"] == "fine "
