@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     }, by="run")
     with pd.option_context("display.width", 120, "display.max_columns", 20):
         print(cmp.pivot("value").round(3))
+        print("\nrank (1 = best) per metric:")
         print(cmp.pivot("rank"))
+    print("\nbest per metric at 95 % (tied candidates listed together):")
+    for name, members in cmp.best().items():
+        verdict = members[0] if len(members) == 1 else "tied: " + ", ".join(members)
+        print(f"  {name:<26} {verdict}")
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
     plots.metric_intervals(cmp, ax=axes[0])
     plots.rank_bump(cmp, ax=axes[1])
@@ -55,10 +60,24 @@ def main(argv: list[str] | None = None) -> int:
                                     "accuracy": {}, "speed": {"reference": 2000},
                                     "cost": {"reference": 0.01}})
     scored = spec.score_frame(cases)
-    ranking = scored.groupby("candidate")[["reward", "accuracy", "latency_ms", "cost_usd"]].mean()
-    print(ranking.sort_values("reward", ascending=False).round(4))
+    table = plots.candidate_means(scored, ["reward", "accuracy", "latency_ms", "cost_usd"])
+    shown = ["candidate", "n_tasks", "reward", "reward_low", "reward_high", "accuracy",
+             "latency_ms", "cost_usd", "cost_per_success", "p_front"]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(table[shown].sort_values("reward", ascending=False).round(4).to_string(index=False))
+    reward = mk.compare_metrics(scored, {"composite reward": "reward"}, by="candidate")
+    members = reward.best()["composite reward"]
+    if len(members) == 1:
+        print(f"\nbest composite reward at 95 % (resampling tickets): {members[0]}")
+    else:
+        print(f"\ntied for the best composite reward at 95 %: {', '.join(members)}")
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), layout="constrained")
-    plots.tradeoff(scored, highlight=ranking["reward"].idxmax(), ax=axes[0])
+    plots.tradeoff(
+        scored,
+        highlight=members[0] if len(members) == 1 else None,
+        tied=members if len(members) > 1 else None,
+        ax=axes[0],
+    )
     plots.reward_distribution(scored, ax=axes[1])
     fig.savefig(out / "tradeoff.png", dpi=100)
     plt.close(fig)

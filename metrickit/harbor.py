@@ -614,18 +614,24 @@ def summarize_job(
             f"  trials: {len(done)} finished, {running} running; tasks: "
             f"{done['task_name'].nunique()}; with reward: {int(done['has_reward'].sum())}"
         )
-        several = len(done) > done["task_name"].nunique() and done["task_name"].nunique() > 1
+        # The interval is for the number Harbor reports: the trials its policy counts.
+        counted = done if policy == "0.25" else done[done["reward_valid"].astype(bool)]
         for key in keys:
             present = done[KIND_PREFIX + key].astype(str) != "missing"
-            if not present.any() or len(done) == 0:
+            if not present.any() or len(counted) == 0:
                 continue
-            values = done[key].to_numpy(dtype=float)
-            if several:
-                ci = mean_ci(values, method="cluster", clusters=done["task_name"].to_numpy())
-            else:
-                ci = mean_ci(values)
-            spread = "" if math.isnan(ci.half_width) else f" ± {ci.half_width:.4f}"
-            lines.append(f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, n={ci.n})")
+            ci = mean_ci(
+                counted[key].to_numpy(dtype=float), clusters=counted["task_name"].to_numpy()
+            )
+            spread = (
+                "" if math.isnan(ci.half_width) else f" [{ci.low:.4f}, {ci.high:.4f}]"
+            )
+            tasks = f", tasks={ci.n_clusters}" if ci.n_clusters else ""
+            note = f"; {ci.note}" if ci.note else ""
+            lines.append(
+                f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, "
+                f"trials={ci.n}{tasks}, policy {policy}{note})"
+            )
         lines.append(f"  Harbor metrics ({policy}): {metrics.get(label, {})}")
         if label in passk.skipped:
             lines.append(f"  pass@k: not computed ({passk.skipped[label]})")

@@ -135,8 +135,10 @@ class TaskResampler:
         size = self.n_units * self.n_groups
         sums = np.bincount(cell, weights=np.where(measured, x, 0.0), minlength=size)
         counts = np.bincount(cell, weights=measured.astype(np.float64), minlength=size)
-        return sums.reshape(self.n_units, self.n_groups), counts.reshape(
-            self.n_units, self.n_groups
+        shape = (self.n_units, self.n_groups)
+        return (
+            np.asarray(sums, dtype=np.float64).reshape(shape),
+            np.asarray(counts, dtype=np.float64).reshape(shape),
         )
 
     def means(self, x: FloatArray) -> FloatArray:
@@ -226,7 +228,7 @@ def pareto_probability(
     v = np.where(np.isnan(v), -np.inf, v)  # (B, G, K)
     ge = (v[:, :, None, :] >= v[:, None, :, :]).all(axis=-1)  # ge[b, j, i]: j >= i
     gt = (v[:, :, None, :] > v[:, None, :, :]).any(axis=-1)
-    dominated = (ge & gt).any(axis=1)
+    dominated = np.any(ge & gt, axis=1)
     return np.asarray((~dominated).mean(axis=0), dtype=np.float64)
 
 

@@ -301,7 +301,9 @@ def grouped_intervals(
             note.append("skewed values: the t interval may undercover")
         notes.append("; ".join(note))
     return GroupedIntervals(
-        n=n, n_clusters=np.where(repeated, g, np.nan), mean=mean, se=se, low=low, high=high,
+        n=np.asarray(n, dtype=np.float64),
+        n_clusters=np.where(repeated, g, np.nan),
+        mean=mean, se=se, low=low, high=high,
         method=methods, note=notes,
     )
 
@@ -1146,6 +1148,12 @@ def breakdown(
         if "_status" in df_all.columns
         else np.zeros(len(df_all), dtype=bool)
     )
+    # A running trial whose group is not known yet (Harbor writes config.json after the
+    # folder) forms no group of its own: it never counts, and it is not a candidate.
+    unknown = running_mask & df_all[by_cols].isna().any(axis=1).to_numpy()
+    if unknown.any():
+        df_all = df_all[~unknown].reset_index(drop=True)
+        running_mask = running_mask[~unknown]
     df, _ = _finished(df_all)
     column = _value_column(df, value)
     task_col = _cluster_column(df_all, cluster)
@@ -1164,7 +1172,7 @@ def breakdown(
     n_groups = len(uniques)
     if method == "auto":
         gi = grouped_intervals(codes, n_groups, x, clusters=task_codes, confidence=confidence)
-        stats_cols = {
+        stats_cols: dict[str, Any] = {
             "mean": gi.mean, "se": gi.se, "ci_low": gi.low, "ci_high": gi.high,
             "method": gi.method, "note": gi.note,
         }
@@ -1192,8 +1200,8 @@ def breakdown(
     out = pd.DataFrame({c: [label[i] for label in uniques] for i, c in enumerate(by_cols)})
     out["n"] = n_done
     out["n_tasks"] = n_tasks
-    for name, col in stats_cols.items():
-        out[name] = col
+    for stat_name, stat_values in stats_cols.items():
+        out[stat_name] = stat_values
     finished = df_all[done]
     fin_codes = codes[done]
 

@@ -376,13 +376,15 @@ def test_summarize_job_text_and_cli(capsys):
     assert "Harbor metrics (0.25): {'mean': 0.5}" in text
     assert "pass@2 0.6667, pass@4 0.8333" in text
     assert "errors: 4 (AgentTimeoutError 2, NonZeroAgentExitCodeError 1, " in text
-    assert "reward: mean 0.5000 ± " in text and "cluster" in text
+    assert "reward: mean 0.5000 [" in text and "cluster-wilson" in text and "tasks=6" in text
     assert main(["summarize", str(JOB_026)]) == 0
     out = capsys.readouterr().out
     assert "codex__gpt-5__webapp-tasks" in out and "9 finished, 1 running" in out
     assert "pass@k: not computed" in out and "2 reward keys" in out
     assert "policy 0.26 (the job result.json has schema_version" in out
     assert "Harbor metrics (0.26): {'correctness': 0.6666666666666666, 'style': 0.5625}" in out
+    # The interval is for Harbor's number: over the trials policy 0.26 counts.
+    assert "correctness: mean 0.6667 [" in out and "policy 0.26" in out
     assert "pass@k: none" not in out
     assert "cost $" in out
 
@@ -473,6 +475,8 @@ def test_running_trial_without_config_never_counts_nor_crashes(tmp_path, backend
     assert job_metrics(trials, metric="max") == {key: {"max": 1}}
     assert mk.pass_at_k(trials).harbor == mk.pass_at_k(mk.read_harbor_job(JOB_025)).harbor
     assert mk.aggregate(trials, by="eval") == stored_metrics(JOB_025)
+    table = mk.breakdown(trials, by=["eval"])  # was a polars TypeError on the null eval
+    assert list(table["eval"]) == [key] and list(table["n"]) == [24]
 
 
 def test_summarize_job_in_progress(tmp_path, capsys):
