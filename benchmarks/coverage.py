@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrickit.ranking import TaskResampler, best_group
+from metrickit.ranking import MeanDraws, best_group
 from metrickit.stats import grouped_intervals, min_detectable_difference, paired_t
 
 
@@ -168,9 +168,9 @@ def ties(reps: int, seed: int = 6) -> Iterator[Row]:
     for r in range(reps):
         rng = np.random.default_rng([seed, r])
         x = (rng.random(n_groups * n) < 0.5).astype(float)
-        resampler = TaskResampler(groups, n_groups, None, n_resamples=400, seed=r)
+        draws = MeanDraws(groups, n_groups, None, n_draws=1000, seed=r)
         estimate = np.bincount(groups, weights=x) / n
-        ri, _ = best_group(names, estimate, resampler, x)
+        ri, _ = best_group(names, estimate, draws, x)
         all_tied += bool(ri.best_group.all())
     yield Row("ties", "10 identical, p=0.5 n=50", "rank overlap or Holm", 0.95, all_tied / reps,
               reps, 0.0)

@@ -478,14 +478,15 @@ class Comparison:
 
     ``table``: one row per (group, metric output) with ``value``, ``ci_low``, ``ci_high``,
     ``ci_method``, ``n`` (rows), ``n_tasks``, ``rank`` (1 = best under that metric),
-    ``rank_low``/``rank_high`` (the 95 % interval of the rank over task resamples),
-    ``p_best`` (share of resamples in which the group is best) and ``best_group`` (the
+    ``rank_low``/``rank_high`` (the 95 % interval of the rank over draws of the groups'
+    means from their task-clustered joint sampling distribution: :class:`metrickit.ranking.
+    MeanDraws`), ``p_best`` (share of draws in which the group is best) and ``best_group`` (the
     leader and every group tied with it: its rank interval reaches the leader's, or its
     difference from the leader is not significant after Holm's adjustment over all pairs).
     ``agreement``: Kendall's tau between the group rankings of each pair of metrics.
-    ``pairwise``: every pair of groups under each mean-type metric, compared task by task
-    (paired t over shared tasks; Welch's t when groups share none), with Holm-adjusted
-    p-values (``p_holm``) over the pairs of that metric.
+    ``pairwise``: every pair of groups under each mean-type metric, the difference's standard
+    error from the task-clustered covariance (shared tasks pair the two groups), with
+    Holm-adjusted p-values (``p_holm``) over the pairs of that metric.
     ``notes``: what has no interval or rank interval, and why.
     """
 
@@ -689,7 +690,7 @@ def compare_metrics(
         ``case_id``, ``sample_id`` or ``doc_id`` when the frame has one. ``None`` treats
         rows as independent.
     rank_resamples
-        Task resamples behind ``rank_low``/``rank_high``/``p_best`` (mean-type metrics).
+        Draws behind ``rank_low``/``rank_high``/``p_best`` (mean-type metrics).
 
     Returns
     -------
@@ -704,7 +705,7 @@ def compare_metrics(
     import pandas as pd
     from scipy.stats import kendalltau
 
-    from metrickit.ranking import TaskResampler, best_group, task_codes
+    from metrickit.ranking import MeanDraws, best_group, task_codes
     from metrickit.stats import StatsError
 
     if ci not in CI_METHODS:
@@ -763,7 +764,7 @@ def compare_metrics(
     for m in items:
         if m.values is None or m.reduce is not _mean:
             notes.append(
-                f"metric {m.name!r}: no rank interval (only means are resampled by task)"
+                f"metric {m.name!r}: no rank interval (rank intervals are for means)"
             )
             continue
         rows_all = m.per_row(nf)
@@ -779,7 +780,7 @@ def compare_metrics(
     table["p_best"] = np.nan
     table["best_group"] = False
     resampler = (
-        TaskResampler(row_group, len(groups), units, n_resamples=rank_resamples, seed=seed)
+        MeanDraws(row_group, len(groups), units, n_draws=rank_resamples, seed=seed)
         if per_row_all
         else None
     )

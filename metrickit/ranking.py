@@ -1,12 +1,11 @@
-"""Ranks, ties and Pareto fronts with their uncertainty, by resampling tasks.
+"""Ranks, ties and Pareto fronts with their uncertainty.
 
 A ranking of candidates is an estimate: with another sample of tasks it could come out
-differently. Everything here resamples the sampling unit (the task, or the case when each
-case is run once) with replacement, recomputes every candidate's means on the same
-resample, and reports how stable the ranking is:
+differently. The sampling unit is the task (or the case, when each case is run once):
+everything here draws the candidates' means jointly from their task-clustered sampling
+distribution and reports how stable the ranking is over the draws:
 
-* :class:`TaskResampler`: the resamples, drawn once; per-group means of any column under
-  every resample in one matrix product (the tuner recomputes them on every slider move).
+* :class:`MeanDraws`: the draws; candidates run on the same tasks stay correlated (paired).
 * :func:`rank_intervals`: each candidate's rank interval, its probability of being best,
   and the group of candidates tied with the leader.
 * :func:`pareto_probability`: each candidate's probability of being on the Pareto front.
@@ -18,7 +17,6 @@ resample, and reports how stable the ranking is:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +28,11 @@ from metrickit.stats import (
     StatsError,
     group_codes,
     grouped_intervals,
-    paired_t,
 )
 
 __all__ = [
+    "MeanDraws",
     "RankIntervals",
-    "TaskResampler",
     "best_group",
     "candidate_table",
     "holm",
@@ -47,10 +44,6 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
-
-# Cap on resample-weight cells kept in memory (float32: 80 MB).
-_MAX_CELLS = 20_000_000
-
 
 def task_codes(frame: Any, cluster: str | None = "auto") -> tuple[IntArray | None, str | None]:
     """Integer codes of the task column (``"auto"``: the first of ``TASK_COLUMNS`` the frame
@@ -72,13 +65,17 @@ def task_codes(frame: Any, cluster: str | None = "auto") -> tuple[IntArray | Non
     return codes.astype(np.intp), cluster
 
 
-class TaskResampler:
-    """Bootstrap resamples of tasks, drawn once, shared by every candidate.
+class MeanDraws:
+    """Draws of every candidate's mean from its estimated sampling distribution.
 
-    With ``units`` (task codes, one per row) the tasks are resampled jointly: a resample
-    that draws a task twice counts every candidate's attempts of it twice, so candidates
-    run on the same tasks stay paired. Without ``units`` each row is its own unit and is
-    resampled within its group (candidates are then independent samples).
+    The candidates' means are jointly normal with the task-clustered covariance: with
+    ``units`` (task codes, one per row) a task's attempts for every candidate form one
+    cluster, so candidates run on the same tasks keep their correlation (the pairing);
+    without ``units`` each row is its own unit and candidates are independent. This is
+    the large-sample form of resampling tasks, and it costs one ``tasks × candidates``
+    matrix product per column instead of a resample matrix, so the tuner can redo it on
+    every slider move. The standard normal draws are fixed by ``seed``: the same data
+    give the same ranks.
 
     Parameters
     ----------
@@ -86,9 +83,8 @@ class TaskResampler:
         Group (candidate) code of each row, ``0 .. n_groups - 1``.
     units
         Task code of each row, or None.
-    n_resamples
-        Number of resamples; lowered (not below 200) when resamples × units would exceed
-        20 million weights.
+    n_draws
+        Number of draws behind rank intervals, ``p_best`` and ``p_front``.
     """
 
     def __init__(
@@ -97,36 +93,24 @@ class TaskResampler:
         n_groups: int,
         units: IntArray | None = None,
         *,
-        n_resamples: int = 1000,
+        n_draws: int = 1000,
         seed: int = 0,
     ) -> None:
-        rng = np.random.default_rng(seed)
-        n = groups.size
         self.groups = groups
         self.n_groups = n_groups
         self.paired = units is not None
-        if units is None:
-            self.units = np.arange(n, dtype=np.intp)
-            n_units = n
-        else:
-            self.units = units
-            n_units = int(units.max()) + 1 if n else 0
-        self.n_units = n_units
-        b = max(200, min(n_resamples, _MAX_CELLS // max(n_units, 1)))
-        self.n_resamples = b
-        offsets = (np.arange(b, dtype=np.int64) * n_units)[:, None]
-        size = b * n_units
-        if units is None:
-            counts = np.zeros(size, dtype=np.float64)
-            for g in range(n_groups):
-                members = np.flatnonzero(groups == g)
-                if members.size:
-                    draw = members[rng.integers(0, members.size, (b, members.size))]
-                    counts += np.bincount((draw + offsets).ravel(), minlength=size)
-        else:
-            draw = rng.integers(0, n_units, (b, n_units))
-            counts = np.bincount((draw + offsets).ravel(), minlength=size).astype(np.float64)
-        self.weights = counts.reshape(b, n_units).astype(np.float32)
+        self.units = np.arange(groups.size, dtype=np.intp) if units is None else units
+        self.n_units = int(self.units.max()) + 1 if groups.size else 0
+        self.n_draws = n_draws
+        self.seed = seed
+        self._normal: dict[int, FloatArray] = {}
+
+    def _z(self, dim: int) -> FloatArray:
+        if dim not in self._normal:
+            self._normal[dim] = np.random.default_rng([self.seed, dim]).standard_normal(
+                (self.n_draws, dim)
+            )
+        return self._normal[dim]
 
     def unit_sums(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Per (unit, group) sum and count of the measured (finite) values of ``x``."""
@@ -141,14 +125,69 @@ class TaskResampler:
             np.asarray(counts, dtype=np.float64).reshape(shape),
         )
 
-    def means(self, x: FloatArray) -> FloatArray:
-        """``(n_resamples, n_groups)``: each group's mean of ``x`` in each resample (NaN
-        where a resample holds none of the group's measured values)."""
+    def _deviations(self, x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Group means, group counts, and per (unit, group) sums of deviations from the
+        group mean, scaled by the group count (the unit's share of the mean's error)."""
         sums, counts = self.unit_sums(x)
+        n = counts.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (self.weights @ sums.astype(np.float32)).astype(np.float64) / (
-                self.weights @ counts.astype(np.float32)
-            ).astype(np.float64)
+            mean = sums.sum(axis=0) / n
+            dev = np.nan_to_num((sums - counts * mean) / n)
+        return mean, n, dev
+
+    def covariance(self, *columns: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The stacked group means of ``columns`` and their task-clustered covariance
+        (``U/(U-1) * sum over tasks of the outer products of the deviations``)."""
+        if not self.paired:
+            return self._independent_covariance(columns)
+        parts = [self._deviations(x) for x in columns]
+        mean = np.concatenate([p[0] for p in parts])
+        dev = np.concatenate([p[2] for p in parts], axis=1)
+        u = max(self.n_units, 2)
+        return mean, dev.T @ dev * (u / (u - 1))
+
+    def _independent_covariance(
+        self, columns: tuple[FloatArray, ...]
+    ) -> tuple[FloatArray, FloatArray]:
+        """Rows are the units: groups are independent, so only each group's own block
+        (its columns' covariances) is filled; the same numbers as the general formula
+        without a rows × groups matrix."""
+        g, k = self.n_groups, len(columns)
+        means, devs, counts = [], [], []
+        for x in columns:
+            measured = np.isfinite(x)
+            n = np.bincount(self.groups, weights=measured, minlength=g)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.bincount(self.groups, weights=np.where(measured, x, 0.0),
+                                   minlength=g) / n
+            devs.append(np.where(measured, x - mean[self.groups], 0.0))
+            means.append(mean)
+            counts.append(n)
+        u = max(self.n_units, 2)
+        cov = np.zeros((k * g, k * g))
+        idx = np.arange(g)
+        for a in range(k):
+            for b in range(a, k):
+                prod = np.bincount(self.groups, weights=devs[a] * devs[b], minlength=g)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    block = np.nan_to_num(prod / (counts[a] * counts[b])) * (u / (u - 1))
+                cov[a * g + idx, b * g + idx] = block
+                cov[b * g + idx, a * g + idx] = block
+        return np.concatenate(means), cov
+
+    def joint(self, columns: dict[str, FloatArray]) -> dict[str, FloatArray]:
+        """``n_draws × n_groups`` draws of each column's group means, drawn jointly."""
+        names = list(columns)
+        mean, cov = self.covariance(*columns.values())
+        values, vectors = np.linalg.eigh(cov)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+        draws = mean + self._z(mean.size) @ root.T
+        g = self.n_groups
+        return {name: draws[:, i * g : (i + 1) * g] for i, name in enumerate(names)}
+
+    def means(self, x: FloatArray) -> FloatArray:
+        """``n_draws × n_groups`` draws of the group means of ``x``."""
+        return self.joint({"x": x})["x"]
 
 
 @dataclass(frozen=True)
@@ -185,15 +224,15 @@ def rank_intervals(
     estimate
         Each group's value on the data (``n_groups``).
     draws
-        Each group's value under each resample (``n_resamples × n_groups``), e.g. from
-        :meth:`TaskResampler.means`.
+        Each group's value in each draw (``n_draws × n_groups``), e.g. from
+        :meth:`MeanDraws.means`.
 
     Returns
     -------
     RankIntervals
         ``rank`` from the estimates (1 = best, ties share the lower rank); ``rank_low`` and
-        ``rank_high`` the central ``confidence`` interval of the resampled ranks;
-        ``p_best`` the share of resamples in which the group is best (a tie for first
+        ``rank_high`` the central ``confidence`` interval of the ranks over the draws;
+        ``p_best`` the share of draws in which the group is best (a tie for first
         shares it); ``best_group`` the leader and every group whose rank interval reaches
         the leader's (they are tied with it at this confidence).
     """
@@ -213,11 +252,11 @@ def rank_intervals(
 def pareto_probability(
     draws: dict[str, FloatArray], *, maximize: tuple[str, ...], minimize: tuple[str, ...]
 ) -> FloatArray:
-    """Share of resamples in which each group is on the Pareto front.
+    """Share of draws in which each group is on the Pareto front.
 
-    ``draws`` maps a column to its ``n_resamples × n_groups`` resampled means. A group is
+    ``draws`` maps a column to its ``n_draws × n_groups`` drawn means. A group is
     on the front when no other group is at least as good on every column and strictly
-    better on one; a NaN (not measured in that resample) never dominates.
+    better on one; a NaN (not measured) never dominates.
     """
     cols = [c for c in maximize if c in draws] + [c for c in minimize if c in draws]
     if not cols:
@@ -249,58 +288,52 @@ def holm(pvalues: Any) -> FloatArray:
 
 def pairwise_tests(
     names: list[Any],
-    unit_sums: tuple[FloatArray, FloatArray],
+    draws: MeanDraws,
+    x: FloatArray,
     *,
-    paired: bool,
-    higher_is_better: bool = True,
     confidence: float = 0.95,
 ) -> Any:
-    """Every pair of groups compared on their means, with Holm-adjusted p-values.
+    """Every pair of groups compared on their means of ``x``, with Holm-adjusted p-values.
 
-    With ``paired`` (groups share tasks) the test is the paired t test over the tasks both
-    groups ran (per-task means first, as :func:`metrickit.compare_runs`); otherwise
-    Welch's t test over the units. Returns a pandas DataFrame with ``a``, ``b``,
-    ``difference`` (a − b), ``ci_low``, ``ci_high``, ``n_tasks``, ``pvalue``,
+    The difference's standard error comes from the task-clustered covariance of the two
+    means (so pairing by shared tasks counts), and the test is a t test with one degree of
+    freedom less than the tasks either group ran. Returns a pandas DataFrame with ``a``,
+    ``b``, ``difference`` (a − b), ``ci_low``, ``ci_high``, ``n_tasks``, ``pvalue``,
     ``p_holm`` and ``significant`` (``p_holm`` below ``1 - confidence``), one row a pair.
     """
     import pandas as pd
     from scipy import stats as sps
 
-    sums, counts = unit_sums
+    mean, cov = draws.covariance(x)
+    i, j = np.triu_indices(len(names), k=1)
+    if draws.paired:
+        _, counts = draws.unit_sums(x)
+        ran = (counts > 0).astype(np.float64)
+        per_group = ran.sum(axis=0)
+        union = per_group[i] + per_group[j] - (ran.T @ ran)[i, j]
+    else:  # every row its own unit: no unit is shared
+        per_group = np.bincount(draws.groups, weights=np.isfinite(x), minlength=len(names))
+        union = per_group[i] + per_group[j]
+    diff = mean[i] - mean[j]
+    var = cov[i, i] + cov[j, j] - 2 * cov[i, j]
+    se = np.sqrt(np.clip(var, 0.0, None))
+    df = np.maximum(union - 1, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / counts
-    rows = []
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            if paired:
-                both = (counts[:, i] > 0) & (counts[:, j] > 0)
-                d = means[both, i] - means[both, j]
-                if d.size:
-                    iv, p = paired_t(d, confidence=confidence)
-                    diff, low, high = iv.estimate, iv.low, iv.high
-                else:
-                    diff = low = high = p = math.nan
-                n_units = int(both.sum())
-            else:
-                xi = means[counts[:, i] > 0, i]
-                xj = means[counts[:, j] > 0, j]
-                diff = float(xi.mean() - xj.mean()) if xi.size and xj.size else math.nan
-                if xi.size > 1 and xj.size > 1 and (xi.std() > 0 or xj.std() > 0):
-                    res = sps.ttest_ind(xi, xj, equal_var=False)
-                    p = float(res.pvalue)
-                    ci = res.confidence_interval(confidence)
-                    low, high = float(ci.low), float(ci.high)
-                else:
-                    p = low = high = math.nan
-                n_units = int(xi.size + xj.size)
-            rows.append(
-                {"a": names[i], "b": names[j], "difference": diff, "ci_low": low,
-                 "ci_high": high, "n_tasks": n_units, "pvalue": p}
-            )
+        t = np.where(se > 0, np.abs(diff) / se, np.where(diff == 0, 0.0, np.inf))
+    pvalue = np.where(union >= 2, 2 * sps.t.sf(t, df), np.nan)
+    half = sps.t.ppf(0.5 + confidence / 2, df) * se
     table = pd.DataFrame(
-        rows, columns=["a", "b", "difference", "ci_low", "ci_high", "n_tasks", "pvalue"]
+        {
+            "a": [names[k] for k in i],
+            "b": [names[k] for k in j],
+            "difference": diff,
+            "ci_low": diff - half,
+            "ci_high": diff + half,
+            "n_tasks": union.astype(int),
+            "pvalue": pvalue,
+        }
     )
-    table["p_holm"] = holm(table["pvalue"].to_numpy()) if len(table) else []
+    table["p_holm"] = holm(pvalue)
     table["significant"] = table["p_holm"] < 1 - confidence
     return table
 
@@ -308,7 +341,7 @@ def pairwise_tests(
 def best_group(
     names: list[Any],
     estimate: FloatArray,
-    resampler: TaskResampler,
+    draws: MeanDraws,
     x: FloatArray,
     *,
     higher_is_better: bool = True,
@@ -323,12 +356,9 @@ def best_group(
     group) and the :func:`pairwise_tests` table.
     """
     ri = rank_intervals(
-        estimate, resampler.means(x), higher_is_better=higher_is_better, confidence=confidence
+        estimate, draws.means(x), higher_is_better=higher_is_better, confidence=confidence
     )
-    pairs = pairwise_tests(
-        names, resampler.unit_sums(x), paired=resampler.paired,
-        higher_is_better=higher_is_better, confidence=confidence,
-    )
+    pairs = pairwise_tests(names, draws, x, confidence=confidence)
     leader = names[ri.leader]
     significant = pairs[pairs["significant"]]
     apart = set(significant.loc[significant["a"] == leader, "b"]) | set(
@@ -349,7 +379,7 @@ def candidate_table(
     confidence: float = 0.95,
     maximize: tuple[str, ...] = ("accuracy",),
     minimize: tuple[str, ...] = ("latency_ms", "cost_usd"),
-    n_resamples: int = 1000,
+    n_draws: int = 1000,
     seed: int = 0,
 ) -> Any:
     """Per-candidate means with task-clustered intervals, cost per success and ``p_front``.
@@ -359,7 +389,7 @@ def candidate_table(
     :func:`metrickit.stats.mean_ci`, clustered by task when tasks repeat),
     ``<column>_method`` and, when some values are NaN (not measured), ``<column>_n``.
     ``cost_per_success`` is mean cost / mean accuracy (inf when nothing succeeded) when
-    both columns are there. ``p_front`` is the share of task resamples in which the
+    both columns are there. ``p_front`` is the share of draws (:class:`MeanDraws`) in which the
     candidate is on the Pareto front of the ``maximize``/``minimize`` columns present;
     ``note`` flags intervals that may fall short (few tasks).
     """
@@ -375,8 +405,7 @@ def candidate_table(
         pairs = np.unique(codes.astype(np.int64) * (int(units.max()) + 1) + units)
         out["n_tasks"] = np.bincount(pairs // (int(units.max()) + 1), minlength=n_groups)
     notes = [""] * n_groups
-    resampler = TaskResampler(codes, n_groups, units, n_resamples=n_resamples, seed=seed)
-    draws: dict[str, FloatArray] = {}
+    front: dict[str, FloatArray] = {}
     for column in columns:
         x = nf.get_column(column).cast(nw.Float64).to_numpy()
         x = np.where(np.isnan(x), np.nan, x)
@@ -391,14 +420,15 @@ def candidate_table(
             if note and note not in notes[i]:
                 notes[i] = f"{notes[i]}; {column}: {note}" if notes[i] else f"{column}: {note}"
         if column in maximize or column in minimize:
-            draws[column] = resampler.means(x)
+            front[column] = x
     table = pd.DataFrame(out)
     if "accuracy" in table and "cost_usd" in table:
         with np.errstate(divide="ignore", invalid="ignore"):
             table["cost_per_success"] = np.where(
                 table["accuracy"] > 0, table["cost_usd"] / table["accuracy"], np.inf
             )
-    if draws:
+    if front:
+        draws = MeanDraws(codes, n_groups, units, n_draws=n_draws, seed=seed).joint(front)
         table["p_front"] = pareto_probability(draws, maximize=maximize, minimize=minimize)
     table["note"] = notes
     return table

@@ -210,6 +210,8 @@ def grouped_intervals(
     uses the effective sample size ``p(1-p) / se**2`` (``G`` when p is 0 or 1) with the
     t quantile. NaN values (not measured) are left out. Vectorised with ``bincount``.
     """
+    import pandas as pd
+
     measured = np.isfinite(x)
     xz = np.where(measured, x, 0.0)
     w = measured.astype(np.float64)
@@ -220,10 +222,12 @@ def grouped_intervals(
         binary = np.bincount(
             groups, weights=(measured & (xz != 0) & (xz != 1)).astype(float), minlength=n_groups
         ) == 0
-        low_x = np.full(n_groups, np.inf)
-        high_x = np.full(n_groups, -np.inf)
-        np.minimum.at(low_x, groups[measured], xz[measured])
-        np.maximum.at(high_x, groups[measured], xz[measured])
+        # The range of each group's values (pandas' grouped min/max skip NaN).
+        extremes = (
+            pd.Series(x).groupby(groups).agg(["min", "max"]).reindex(range(n_groups))
+        )
+        low_x = extremes["min"].to_numpy(dtype=np.float64, na_value=np.inf)
+        high_x = extremes["max"].to_numpy(dtype=np.float64, na_value=-np.inf)
         rare = np.zeros(n_groups, dtype=bool)
         if clusters is not None:
             # Only the (group, task) cells that occur: memory grows with the rows.

@@ -24,7 +24,7 @@ import numpy as np
 
 from metrickit.errors import MetrickitError
 from metrickit.plots import grouped_mean_se
-from metrickit.ranking import TaskResampler, best_group, task_codes
+from metrickit.ranking import MeanDraws, best_group, task_codes
 from metrickit.spec import RewardSpec
 from metrickit.stats import group_codes, grouped_intervals
 
@@ -137,11 +137,9 @@ class SpecTuner:
         self.groups = [str(g) for g in groups]
         self._n = np.bincount(self._codes, minlength=len(self.groups)).astype(float)
         # Tasks (cases) are the sampling unit: the reward bars' intervals cluster by them,
-        # and ties come from resampling them (drawn once; each update is a matrix product).
+        # and ties come from the candidates' task-clustered joint sampling distribution.
         self._units, self.cluster = task_codes(frame, cluster)
-        self._resampler = TaskResampler(
-            self._codes, len(self.groups), self._units, n_resamples=500, seed=0
-        )
+        self._draws = MeanDraws(self._codes, len(self.groups), self._units, n_draws=500)
         self._acc = nf.get_column(accuracy).cast(nw.Float64).to_numpy()
         self._lat = nf.get_column(latency).cast(nw.Float64).to_numpy() if latency else None
         self._cost = nf.get_column(cost).cast(nw.Float64).to_numpy() if cost else None
@@ -347,7 +345,7 @@ class SpecTuner:
             return
         reward = scores["reward"]
         gi = grouped_intervals(self._codes, len(self.groups), reward, clusters=self._units)
-        ri, _ = best_group(self.groups, gi.mean, self._resampler, reward)
+        ri, _ = best_group(self.groups, gi.mean, self._draws, reward)
         table = pd.DataFrame(
             {
                 self.by: self.groups,

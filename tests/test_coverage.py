@@ -139,3 +139,24 @@ def test_clearly_better_candidate_ranks_one_to_one_and_identical_ones_tie():
     cmp = mk.compare_metrics(same, "mean", by="candidate")
     assert len(cmp.best()["mean"]) == 10 and cmp.table["best_group"].all()
     assert cmp.pairwise["p_holm"].ge(cmp.pairwise["pvalue"]).all()
+
+
+def test_independent_and_general_covariance_agree():
+    # Rows as units: the shortcut (per-group blocks) equals the general clustered formula.
+    from metrickit.ranking import MeanDraws
+
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 4, 300)
+    x, y = rng.random(300), rng.random(300)
+    x[5] = np.nan
+    shortcut = MeanDraws(groups, 4, None)
+    general = MeanDraws(groups, 4, np.arange(300))
+    for (m1, c1), (m2, c2) in [(shortcut.covariance(x, y), general.covariance(x, y))]:
+        np.testing.assert_allclose(m1, m2)
+        np.testing.assert_allclose(c1, c2, atol=1e-15)
+    # A clustered covariance is the cluster-robust variance of mean_ci on one group.
+    tasks = np.repeat(np.arange(60), 5)
+    z = (rng.random(300) < np.repeat(rng.random(60), 5)).astype(float)
+    _, cov = MeanDraws(np.zeros(300, dtype=np.intp), 1, tasks).covariance(z)
+    ref = mk.mean_ci(z, method="cluster", clusters=tasks)
+    assert np.sqrt(cov[0, 0]) == pytest.approx(ref.se)
