@@ -572,7 +572,7 @@ def paired_difference(
     b: Any,
     *,
     confidence: float = 0.95,
-    method: Literal["bootstrap", "bca", "analytic"] | str = "bootstrap",
+    method: Literal["bootstrap", "bca", "analytic"] | str = "analytic",
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> Interval:
@@ -583,8 +583,9 @@ def paired_difference(
     a, b
         Values of the two runs, aligned: ``a[i]`` and ``b[i]`` belong to the same item.
     method
-        ``"bootstrap"`` (percentile; items are resampled, pairs stay together), ``"bca"``,
-        or ``"analytic"`` (paired t interval, as ``scipy.stats.ttest_rel``).
+        ``"analytic"`` (default: paired t interval, as ``scipy.stats.ttest_rel``; it holds
+        its level with few items, where a percentile bootstrap is too narrow),
+        ``"bootstrap"`` (percentile; items are resampled, pairs stay together) or ``"bca"``.
 
     Returns
     -------

@@ -179,7 +179,7 @@ def test_paired_analytic_matches_ttest_rel(pairs):
 def test_paired_bootstrap_resamples_pairs():
     a = np.array([1.0, 0.8, 0.9, 0.7, 1.0, 0.6])
     b = a - np.array([0.1, 0.2, 0.1, 0.3, 0.0, 0.2])
-    d = paired_difference(a, b, seed=4)
+    d = paired_difference(a, b, method="bootstrap", seed=4)
     # Pairs stay together: the bootstrap of the differences themselves, not of a and b apart.
     assert d == bootstrap_ci(a - b, np.mean, seed=4)
     assert 0 < d.low < d.estimate < d.high
