@@ -5,10 +5,7 @@ copied from the real Harbor 0.25 sample job in ``data/harbor_jobs/`` (each trial
 ``result.json``, ``config.json`` and ``verifier/reward.txt``, renamed per trial), then
 times, each in its own subprocess:
 
-metrickit   ``mk.read_harbor_job(root)``: every job, one row per trial, validated (the
-            default: from 20,000 trials on, a second process reads part of them)
-metrickit-2proc  the same with ``workers=2``: a second reader process whatever the size
-metrickit-1core  the same with ``workers=1``: everything in one process
+metrickit   ``mk.read_harbor_job(root)``: every job, one row per trial, validated
 json-loop   ``json.load`` of every trial ``result.json`` and a read of its
             ``verifier/reward.txt`` into a list of dicts (no validation, no frame)
 
@@ -77,16 +74,12 @@ def make_jobs(root: Path, n_trials: int, *, seed: int = 0) -> Path:
 
 
 def _child(method: str, root: str) -> None:
-    import resource
-
-    if method.startswith("metrickit"):
+    if method == "metrickit":
         import metrickit as mk
 
     start = time.perf_counter()
-    if method.startswith("metrickit"):
-        # "metrickit": the default; "-2proc": a second reader process; "-1core": one process
-        workers = {"metrickit-1core": 1, "metrickit-2proc": 2}.get(method)
-        frame = mk.read_harbor_job(root, progress=False, workers=workers)
+    if method == "metrickit":
+        frame = mk.read_harbor_job(root, progress=False)
         n = len(frame)
     else:
         rows = []
@@ -103,10 +96,7 @@ def _child(method: str, root: str) -> None:
                 rows.append(obj)
         n = len(rows)
     seconds = time.perf_counter() - start
-    # the worker process's peak too (an upper bound: the two peaks need not coincide)
-    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"method": method, "seconds": seconds, "peak_mb": peak_rss_mb() + worker_mb,
-                      "n": n}))
+    print(json.dumps({"method": method, "seconds": seconds, "peak_mb": peak_rss_mb(), "n": n}))
 
 
 def main() -> None:
@@ -127,14 +117,13 @@ def main() -> None:
     n = 1_000 if args.quick else args.trials
     root = make_jobs(HERE / "_data" / f"jobs_{n}", n)
     results = {}
-    for method in ("metrickit", "metrickit-2proc", "metrickit-1core", "json-loop"):
+    for method in ("metrickit", "json-loop"):
         runs = [run_child([__file__, "--child", method, str(root)]) for _ in range(args.repeat)]
         results[method] = min(runs, key=lambda r: r["seconds"])
         results[method]["peak_mb"] = max(r["peak_mb"] for r in runs)
     if len({r["n"] for r in results.values()}) != 1:
         raise SystemExit(f"row counts differ: {results}")
     mk_r, base = results["metrickit"], results["json-loop"]
-    one, two = results["metrickit-1core"], results["metrickit-2proc"]
     if args.json:
         emit([
             row(
@@ -143,12 +132,6 @@ def main() -> None:
                 peak_mb=mk_r["peak_mb"], baseline_peak_mb=base["peak_mb"],
                 note="metrickit validates and builds the frame; the loop only loads",
             ),
-            row(
-                f"read {n:,} Harbor trial folders: workers=2 vs workers=1",
-                two["seconds"], "read_harbor_job(workers=1)", one["seconds"],
-                peak_mb=two["peak_mb"], baseline_peak_mb=one["peak_mb"],
-                note="peak includes the worker process",
-            ),
         ])
         return
     print(f"{n:,} trials in {n // TRIALS_PER_JOB} jobs, best of {args.repeat}")
@@ -156,7 +139,6 @@ def main() -> None:
         print(f"{method:<16}{r['seconds']:>8.3f} s{n / r['seconds']:>10,.0f} trials/s"
               f"{r['peak_mb']:>8.0f} MB peak RSS")
     print(f"json-loop time / metrickit time = {base['seconds'] / mk_r['seconds']:.2f}")
-    print(f"workers=1 time / workers=2 time = {one['seconds'] / two['seconds']:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Reading one Harbor trial folder (``result.json``) into a row, with Harbor's validation.
 
-Split from :mod:`metrickit.harbor` so that it needs neither numpy nor a data-frame
-library: the worker process of :func:`metrickit.read_harbor_job` imports only this.
+:mod:`metrickit.harbor` builds the frame from these rows; this module holds the per-trial
+work alone and needs neither numpy nor a data-frame library.
 """
 
 from __future__ import annotations
@@ -516,9 +516,8 @@ def _on_fresh_stack(fn: Callable[[Any], Any], arg: Any) -> Any:
     """``fn(arg)``, and if it runs out of stack, once more on a new thread's empty stack.
 
     How deep ``json`` may nest depends on how deep the caller's stack already is, so a
-    file near the limit could read in one call and fail in another (or in the worker
-    process of read_harbor_job). Retrying from an empty stack makes the answer depend on
-    the file and the recursion limit alone.
+    file near the limit could read in one call and fail in another. Retrying from an
+    empty stack makes the answer depend on the file and the recursion limit alone.
     """
     try:
         return fn(arg)

@@ -103,11 +103,6 @@ Backend = Literal["pandas", "polars"]
 
 TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
 _PROGRESS_MIN = 200
-# From this many trial folders on, a second process reads part of them. Measured on a
-# 2-vCPU VM (benchmarks/bench_jobs.py): 0.80-1.06x on 10,000 trials (the frame is built
-# in one process, and the second vCPU was often busy), 1.0-1.14x on 30,000.
-_SHARED_MIN = 20_000
-_SHARED_CHUNK = 250  # trial folders per chunk the two processes take turns on
 
 # ---------------------------------------------------------------------------
 # Public API
@@ -121,7 +116,6 @@ def read_harbor_job(
     backend: Backend = ...,
     errors: Literal["raise"] = ...,
     progress: bool | None = ...,
-    workers: int | None = ...,
 ) -> Any: ...
 @overload
 def read_harbor_job(
@@ -130,7 +124,6 @@ def read_harbor_job(
     backend: Backend = ...,
     errors: Literal["report"],
     progress: bool | None = ...,
-    workers: int | None = ...,
 ) -> tuple[Any, list[Problem]]: ...
 
 
@@ -140,7 +133,6 @@ def read_harbor_job(
     backend: Backend = "pandas",
     errors: Literal["raise", "report"] = "raise",
     progress: bool | None = None,
-    workers: int | None = None,
 ) -> Any:
     """Read Harbor job folders into one row per trial.
 
@@ -157,12 +149,6 @@ def read_harbor_job(
         trial keeps a row with ``_status == "invalid"``.
     progress
         Show a ``tqdm.auto`` progress bar: None (default) shows one from 200 trials on.
-    workers
-        ``1``: read every trial in this process. ``2``: share the folders with a second
-        process (:mod:`metrickit._harbor_worker`), using two cores. None
-        (default): 2 from 20,000 trial folders on when the machine has two cores. The
-        result is the same either way; if the second process fails, this one reads its
-        share and a ``RuntimeWarning`` says so.
 
     Returns
     -------
@@ -196,28 +182,8 @@ def read_harbor_job(
         if not roots:
             raise HarborJobError("read_harbor_job got an empty list; pass at least one job folder")
     jobs = [job for root in roots for job in _find_jobs(root)]
-    if workers not in (None, 1, 2):
-        raise ValueError(f"workers={workers!r}; expected 1, 2 or None (automatic)")
-    from metrickit import _harbor_worker
-
-    helper = None
-    # Entries of the job folders bound the trial count; listing names is cheap next to
-    # the stat calls _subdirs makes, so the worker starts while those run.
-    if workers == 2 or (
-        workers is None
-        and (os.cpu_count() or 1) >= 2
-        and sum(len(os.listdir(job)) for job in jobs) >= _SHARED_MIN
-    ):
-        helper = _harbor_worker.start()  # None where a worker cannot run: one process then
-    try:
-        folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
-        if workers is None and len(folders) < _SHARED_MIN:
-            _harbor_worker.cancel(helper)  # fewer trials than the entries suggested
-            helper = None
-        trials = _read_all([f for _, f in folders], progress, helper)
-    except BaseException:
-        _harbor_worker.cancel(helper)  # e.g. Ctrl-C while listing: no orphan left behind
-        raise
+    folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
+    trials = _read_all([f for _, f in folders], progress)
     problems = [t.problem for t in trials if t.problem is not None]
     if problems and errors == "raise":
         message = str(problems[0])
@@ -243,30 +209,21 @@ def read_harbor_job(
     return (frame, problems) if errors == "report" else frame
 
 
-def _read_all(folders: list[Path], progress: bool | None, helper: Any = None) -> list[_Trial]:
-    """Every trial folder read, in order: here, or shared with the worker process
-    ``helper`` (:mod:`metrickit._harbor_worker`; json parsing and validation hold the GIL,
-    so a thread pool measured slower than one thread)."""
-    from metrickit import _harbor_worker
-
+def _read_all(folders: list[Path], progress: bool | None) -> list[_Trial]:
+    """Every trial folder read, in order, in this process: json parsing and validation
+    hold the GIL, so threads run slower than one thread, and a second reader process
+    measured 0.80-1.14x on two cores, too little for its cost."""
     show = progress if progress is not None else len(folders) >= _PROGRESS_MIN
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
+    if not show:
+        return [_read_trial(f) for f in folders]
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(folders), desc="reading trials", unit="trial")
-    try:
-        chunks = [folders[i : i + _SHARED_CHUNK] for i in range(0, len(folders), _SHARED_CHUNK)]
-        parts = _harbor_worker.read_shared(
-            chunks,
-            lambda chunk: [_read_trial(f) for f in chunk],
-            on_progress=bar.update if bar is not None else None,
-            worker=helper,
-        )
-        return [t for part in parts for t in part]
-    finally:
-        if bar is not None:
-            bar.close()
+    with tqdm(total=len(folders), desc="reading trials", unit="trial") as bar:
+        trials = []
+        for folder in folders:
+            trials.append(_read_trial(folder))
+            bar.update(1)
+        return trials
 
 
 def _order(trials: list[_Trial]) -> list[int]:
