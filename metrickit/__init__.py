@@ -1,153 +1,51 @@
 """metrickit: load, aggregate, compare and tune evaluation rewards.
 
-The public surface is small and listed in ``__all__``; everything else lives in
-modules whose names start with an underscore or is reached through submodules
-(``metrickit.plots``, ``metrickit.widgets``).
-
-Names load on first use (PEP 562), so ``import metrickit`` costs a few milliseconds and
-a process that needs one module (the CLI, the worker of
-:func:`~metrickit.read_harbor_job`) imports only that module's dependencies.
+The public names are listed once, in ``metrickit/__init__.pyi``: type checkers read its
+imports, and this module reads the same imports to load each name on first use
+(PEP 562) and to build ``__all__``. So ``import metrickit`` imports no numpy, pandas,
+polars or matplotlib, and a process that needs one module (the CLI) imports only that
+module's dependencies. Submodules (``metrickit.plots``, ``metrickit.widgets``) load on
+first use too.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from metrickit._current import observation, service_cost
-    from metrickit.errors import (
-        AggregationError,
-        HarborJobError,
-        JudgeNotConfiguredError,
-        MetricError,
-        MetrickitError,
-        MetricScriptError,
-        Problem,
-        RewardFileError,
-        RewardInputError,
-        ScorerError,
-        SpecError,
-    )
-    from metrickit.harbor import job_metrics, read_harbor_job, summarize_job
-    from metrickit.metrics import (
-        Comparison,
-        Metric,
-        compare_metrics,
-        filled_count,
-        harbor_metric,
-        metric,
-        pass_rate,
-        quantile,
-        weighted,
-    )
-    from metrickit.passk import PassAtK, PassAtKSkipped, pass_at_k
-    from metrickit.rewards import filled_mask, kind_column, read_rewards, reward_keys
-    from metrickit.scan import scan_rewards
-    from metrickit.scorers import (
-        CaseCheck,
-        ContractReport,
-        as_dspy_metric,
-        check_scorer,
-        load_scorer,
-        read_reward_spec,
-        score_cases,
-        score_summary,
-        set_judge,
-    )
-    from metrickit.scripts import run_metric_script, script_metric, write_metric_script
-    from metrickit.spec import RewardSpec, reward
-    from metrickit.stats import (
-        Interval,
-        RunComparison,
-        StatsError,
-        bootstrap_ci,
-        breakdown,
-        compare_runs,
-        mcnemar_exact,
-        mean_ci,
-        min_detectable_difference,
-        paired_difference,
-        tasks_needed,
-    )
-# Bound eagerly: the function shares its name with its submodule, and importing the
-# submodule later (as other modules do) would otherwise leave the module object here.
-from metrickit.aggregate import aggregate
 
 __version__ = "0.1.0"
 
-# public name -> the module that defines it
-_LAZY = {
-    "observation": "metrickit._current",
-    "service_cost": "metrickit._current",
-    "AggregationError": "metrickit.errors",
-    "HarborJobError": "metrickit.errors",
-    "JudgeNotConfiguredError": "metrickit.errors",
-    "MetricError": "metrickit.errors",
-    "MetrickitError": "metrickit.errors",
-    "MetricScriptError": "metrickit.errors",
-    "Problem": "metrickit.errors",
-    "RewardFileError": "metrickit.errors",
-    "RewardInputError": "metrickit.errors",
-    "ScorerError": "metrickit.errors",
-    "SpecError": "metrickit.errors",
-    "job_metrics": "metrickit.harbor",
-    "read_harbor_job": "metrickit.harbor",
-    "summarize_job": "metrickit.harbor",
-    "Comparison": "metrickit.metrics",
-    "Metric": "metrickit.metrics",
-    "compare_metrics": "metrickit.metrics",
-    "filled_count": "metrickit.metrics",
-    "harbor_metric": "metrickit.metrics",
-    "metric": "metrickit.metrics",
-    "pass_rate": "metrickit.metrics",
-    "quantile": "metrickit.metrics",
-    "weighted": "metrickit.metrics",
-    "PassAtK": "metrickit.passk",
-    "PassAtKSkipped": "metrickit.passk",
-    "pass_at_k": "metrickit.passk",
-    "filled_mask": "metrickit.rewards",
-    "kind_column": "metrickit.rewards",
-    "read_rewards": "metrickit.rewards",
-    "reward_keys": "metrickit.rewards",
-    "scan_rewards": "metrickit.scan",
-    "CaseCheck": "metrickit.scorers",
-    "ContractReport": "metrickit.scorers",
-    "as_dspy_metric": "metrickit.scorers",
-    "check_scorer": "metrickit.scorers",
-    "load_scorer": "metrickit.scorers",
-    "read_reward_spec": "metrickit.scorers",
-    "score_cases": "metrickit.scorers",
-    "score_summary": "metrickit.scorers",
-    "set_judge": "metrickit.scorers",
-    "run_metric_script": "metrickit.scripts",
-    "script_metric": "metrickit.scripts",
-    "write_metric_script": "metrickit.scripts",
-    "RewardSpec": "metrickit.spec",
-    "reward": "metrickit.spec",
-    "Interval": "metrickit.stats",
-    "RunComparison": "metrickit.stats",
-    "StatsError": "metrickit.stats",
-    "bootstrap_ci": "metrickit.stats",
-    "breakdown": "metrickit.stats",
-    "compare_runs": "metrickit.stats",
-    "mcnemar_exact": "metrickit.stats",
-    "mean_ci": "metrickit.stats",
-    "paired_difference": "metrickit.stats",
-    "min_detectable_difference": "metrickit.stats",
-    "tasks_needed": "metrickit.stats",
-}
 _SUBMODULES = ("plots", "ranking", "stats", "widgets")
+_exports: dict[str, str] = {}  # public name -> the module that defines it, from the stub
+
+
+def _public() -> dict[str, str]:
+    """The ``from <module> import (<name> as <name>, ...)`` statements of ``__init__.pyi``.
+
+    Parsed on the first lookup of a public name rather than at import, because ``ast``
+    alone takes longer to import than the rest of ``import metrickit``.
+    """
+    if not _exports:
+        import ast
+        import os
+
+        stub = os.path.join(os.path.dirname(__file__), "__init__.pyi")
+        tree = ast.parse(__spec__.loader.get_data(stub))  # type: ignore[union-attr]
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                _exports.update((alias.name, node.module) for alias in node.names)
+    return _exports
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
+    if name == "__all__":
+        return sorted([*_public(), "__version__"])
+    module = _public().get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later lookups skip this function
         return value
-    # Submodules (mk.plots, mk.widgets, mk.scorers, ...) load on first use too: no
-    # matplotlib or ipywidgets import time unless they are used.
+    # Submodules (mk.plots, mk.widgets, mk.scorers, ...): no matplotlib or ipywidgets
+    # import time unless they are used.
     if not name.startswith("__"):
         try:
             return importlib.import_module(f"metrickit.{name}")
@@ -158,68 +56,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
-
-
-__all__ = [
-    "AggregationError",
-    "CaseCheck",
-    "Comparison",
-    "ContractReport",
-    "HarborJobError",
-    "Interval",
-    "JudgeNotConfiguredError",
-    "Metric",
-    "MetricError",
-    "MetricScriptError",
-    "MetrickitError",
-    "PassAtK",
-    "PassAtKSkipped",
-    "Problem",
-    "RewardFileError",
-    "RewardInputError",
-    "RewardSpec",
-    "RunComparison",
-    "ScorerError",
-    "SpecError",
-    "StatsError",
-    "__version__",
-    "aggregate",
-    "as_dspy_metric",
-    "bootstrap_ci",
-    "breakdown",
-    "check_scorer",
-    "compare_metrics",
-    "compare_runs",
-    "filled_count",
-    "filled_mask",
-    "harbor_metric",
-    "job_metrics",
-    "kind_column",
-    "load_scorer",
-    "mcnemar_exact",
-    "mean_ci",
-    "metric",
-    "min_detectable_difference",
-    "observation",
-    "paired_difference",
-    "pass_at_k",
-    "pass_rate",
-    "quantile",
-    "read_harbor_job",
-    "read_reward_spec",
-    "read_rewards",
-    "reward",
-    "reward_keys",
-    "run_metric_script",
-    "scan_rewards",
-    "score_cases",
-    "score_summary",
-    "script_metric",
-    "service_cost",
-    "set_judge",
-    "summarize_job",
-    "tasks_needed",
-    "weighted",
-    "write_metric_script",
-]
+    return sorted(set(globals()) | set(_public()) | set(_SUBMODULES))

@@ -130,7 +130,7 @@ def _frame_pieces(
     batches: Iterable[Any], by: str | Sequence[str] | None
 ) -> Iterator[tuple[Any, Piece]]:
     """(group label, piece) for eager frames given in row order."""
-    from metrickit.aggregate import _finished_trials, group_indices, reward_arrays
+    from metrickit._aggregate import _finished_trials, group_indices, reward_arrays
 
     for batch in batches:
         batch = _finished_trials(batch)
@@ -199,7 +199,7 @@ def occurring_keys(frame: Any) -> list[str]:
     """The reward keys that occur in a lazy or Dask frame: Harbor's (and the eager
     frame's) key set. A scan's schema is exactly that; any other frame takes a pass."""
 
-    from metrickit.aggregate import reward_arrays
+    from metrickit._aggregate import reward_arrays
     from metrickit.scan import SCAN_ATTRIBUTE
 
     native = _native(frame)
@@ -248,11 +248,11 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
 
 def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
     """:func:`metrickit.aggregate` for a lazy or Dask frame, streamed in row order."""
-    from metrickit.aggregate import HARBOR_METRICS
+    from metrickit._aggregate import HARBOR_METRICS
 
     if not isinstance(metric, str):
         if by is not None:
-            from metrickit.aggregate import aggregate, group_indices
+            from metrickit._aggregate import aggregate, group_indices
 
             eager = materialize(frame)
             import narwhals as nw

@@ -31,7 +31,7 @@ def _command(name: str) -> Callable[[Command], Command]:
 
 @_command("aggregate")
 def _aggregate(args: argparse.Namespace) -> int:
-    from metrickit.aggregate import aggregate
+    from metrickit._aggregate import aggregate
 
     # Straight from the file, no frame: Harbor's answer for any valid input (keys named like
     # metadata columns too), in memory that grows with the data.

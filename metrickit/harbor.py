@@ -450,7 +450,7 @@ def job_metrics(
     >>> job_metrics(trials, policy="0.26")
     {'terminus-2__claude-sonnet-4-5__terminal-bench-mini': {'mean': 0.5217391304347826}}
     """
-    from metrickit.aggregate import aggregate, group_indices
+    from metrickit._aggregate import aggregate, group_indices
 
     rows = _rows_for_policy(trials, policy)
     out = aggregate(rows, metric, by=by) if len(rows) else {}
@@ -616,7 +616,7 @@ def summarize_job(
 
 
 def _groups(trials: Any) -> list[tuple[Any, np.ndarray]]:
-    from metrickit.aggregate import group_indices
+    from metrickit._aggregate import group_indices
 
     return list(group_indices(trials, "eval").items())
 

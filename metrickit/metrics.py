@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
+from metrickit._aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
 from metrickit.errors import MetricError
 
 # While a lazy frame streams batch by batch, the reward keys are those that occur in the

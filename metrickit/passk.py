@@ -166,7 +166,7 @@ def pass_at_k(
     import narwhals as nw
     import pandas as pd
 
-    from metrickit.aggregate import group_indices, reward_arrays
+    from metrickit._aggregate import group_indices, reward_arrays
     from metrickit.harbor import _rows_for_policy
 
     rows = _rows_for_policy(trials, policy)

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from metrickit._aggregate import category_codes, group_indices, reward_arrays
 from metrickit._proc import TailReader, end_group, join_readers
-from metrickit.aggregate import category_codes, group_indices, reward_arrays
 from metrickit.errors import (
     MetricError,
     MetricScriptExit,

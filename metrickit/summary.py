@@ -41,7 +41,7 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
     """Rows, null/empty rows, rows missing a key, and per-key mean/min/max (zero-filled)."""
     import narwhals as nw
 
-    from metrickit.aggregate import aggregate, reward_arrays
+    from metrickit._aggregate import aggregate, reward_arrays
 
     nf = nw.from_native(frame, eager_only=True)
     n = len(nf)

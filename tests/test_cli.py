@@ -50,16 +50,3 @@ def test_summarize(data_dir):
     assert "rows missing a key: 2" in proc.stdout
     assert "correctness" in proc.stdout and "0.2500" in proc.stdout
 
-
-def test_import_is_light_and_every_public_name_resolves():
-    # metrickit's names load on first use: importing the package pulls in no data-frame,
-    # plotting or statistics library, and every name in __all__ still resolves.
-    code = (
-        "import sys, metrickit as mk\n"
-        "heavy = [m for m in ('pandas', 'polars', 'matplotlib', 'scipy', 'ipywidgets')"
-        " if m in sys.modules]\n"
-        "missing = [n for n in mk.__all__ if getattr(mk, n, None) is None]\n"
-        "print(heavy, missing, callable(mk.aggregate), mk.scorers.__name__)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[] [] True metrickit.scorers"

@@ -216,7 +216,7 @@ def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
     # A metric computed inside one of aggregate's own threads must not queue work behind
     # itself (that could starve the pool): it sums in its own thread instead.
     import metrickit as mk
-    from metrickit.aggregate import _pool
+    from metrickit._aggregate import _pool
 
     rows = [{"a": i % 2, "b": (i % 7) / 4, "c": 0.1} for i in range(150_000)]
     frame = mk.read_rewards(rows)

@@ -1,0 +1,89 @@
+# The public API of metrickit, listed once. Type checkers and IDEs read this stub;
+# metrickit/__init__.py reads the same imports at run time to load each name on first use
+# and to build __all__. Add a public name here (as `name as name`) and nowhere else.
+
+from metrickit._aggregate import (
+    aggregate as aggregate,
+)
+from metrickit._current import (
+    observation as observation,
+    service_cost as service_cost,
+)
+from metrickit.errors import (
+    AggregationError as AggregationError,
+    HarborJobError as HarborJobError,
+    JudgeNotConfiguredError as JudgeNotConfiguredError,
+    MetricError as MetricError,
+    MetrickitError as MetrickitError,
+    MetricScriptError as MetricScriptError,
+    Problem as Problem,
+    RewardFileError as RewardFileError,
+    RewardInputError as RewardInputError,
+    ScorerError as ScorerError,
+    SpecError as SpecError,
+)
+from metrickit.harbor import (
+    job_metrics as job_metrics,
+    read_harbor_job as read_harbor_job,
+    summarize_job as summarize_job,
+)
+from metrickit.metrics import (
+    Comparison as Comparison,
+    Metric as Metric,
+    compare_metrics as compare_metrics,
+    filled_count as filled_count,
+    harbor_metric as harbor_metric,
+    metric as metric,
+    pass_rate as pass_rate,
+    quantile as quantile,
+    weighted as weighted,
+)
+from metrickit.passk import (
+    PassAtK as PassAtK,
+    PassAtKSkipped as PassAtKSkipped,
+    pass_at_k as pass_at_k,
+)
+from metrickit.rewards import (
+    filled_mask as filled_mask,
+    kind_column as kind_column,
+    read_rewards as read_rewards,
+    reward_keys as reward_keys,
+)
+from metrickit.scan import (
+    scan_rewards as scan_rewards,
+)
+from metrickit.scorers import (
+    CaseCheck as CaseCheck,
+    ContractReport as ContractReport,
+    as_dspy_metric as as_dspy_metric,
+    check_scorer as check_scorer,
+    load_scorer as load_scorer,
+    read_reward_spec as read_reward_spec,
+    score_cases as score_cases,
+    score_summary as score_summary,
+    set_judge as set_judge,
+)
+from metrickit.scripts import (
+    run_metric_script as run_metric_script,
+    script_metric as script_metric,
+    write_metric_script as write_metric_script,
+)
+from metrickit.spec import (
+    RewardSpec as RewardSpec,
+    reward as reward,
+)
+from metrickit.stats import (
+    Interval as Interval,
+    RunComparison as RunComparison,
+    StatsError as StatsError,
+    bootstrap_ci as bootstrap_ci,
+    breakdown as breakdown,
+    compare_runs as compare_runs,
+    mcnemar_exact as mcnemar_exact,
+    mean_ci as mean_ci,
+    min_detectable_difference as min_detectable_difference,
+    paired_difference as paired_difference,
+    tasks_needed as tasks_needed,
+)
+
+__version__: str

@@ -1,0 +1,75 @@
+"""``import metrickit``: what it loads, and the public API listed once in ``__init__.pyi``."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import metrickit as mk
+
+HEAVY = ("numpy", "pandas", "polars", "matplotlib", "scipy", "ipywidgets")
+STUB = Path(mk.__file__).with_name("__init__.pyi")
+
+
+def test_import_loads_no_array_frame_or_plotting_library():
+    # -X importtime lists every module the import loads, one per stderr line:
+    # "import time: self [us] | cumulative | <indent>name".
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import metrickit"],
+        capture_output=True, text=True, check=True,
+    )
+    loaded = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "metrickit" in loaded
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    assert heavy == []
+
+
+def test_every_public_name_resolves_in_a_fresh_process():
+    code = (
+        "import metrickit as mk\n"
+        "missing = [n for n in mk.__all__ if getattr(mk, n, None) is None]\n"
+        "print(missing, callable(mk.aggregate), mk.scorers.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] True metrickit.scorers"
+
+
+def test_all_is_the_stubs_imports():
+    tree = ast.parse(STUB.read_text())
+    names = [
+        alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    # `name as name` is what makes a stub import a re-export for type checkers
+    aliases = [
+        alias.asname for node in tree.body if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert aliases == names
+    assert len(set(names)) == len(names)
+    assert mk.__all__ == sorted([*names, "__version__"])
+    assert set(mk.__all__) <= set(dir(mk))
+
+
+def test_aggregate_is_the_function_after_its_module_is_imported():
+    # The implementation module has another name, so importing it cannot rebind mk.aggregate.
+    code = (
+        "import metrickit._aggregate, metrickit.metrics, metrickit as mk\n"
+        "print(callable(mk.aggregate), mk.aggregate.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True metrickit._aggregate"
+
+
+def test_star_import_gives_the_public_names():
+    namespace: dict[str, object] = {}
+    exec("from metrickit import *", namespace)
+    assert {"read_rewards", "aggregate", "RewardFileError", "__version__"} <= namespace.keys()
