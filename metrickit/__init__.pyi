@@ -15,12 +15,15 @@ from metrickit.errors import (
     JudgeNotConfiguredError as JudgeNotConfiguredError,
     MetricError as MetricError,
     MetrickitError as MetrickitError,
+    MetrickitWarning as MetrickitWarning,
     MetricScriptError as MetricScriptError,
+    PassAtKSkipped as PassAtKSkipped,
     Problem as Problem,
     RewardFileError as RewardFileError,
     RewardInputError as RewardInputError,
     ScorerError as ScorerError,
     SpecError as SpecError,
+    StatsError as StatsError,
 )
 from metrickit.harbor import (
     job_metrics as job_metrics,
@@ -40,7 +43,6 @@ from metrickit.metrics import (
 )
 from metrickit.passk import (
     PassAtK as PassAtK,
-    PassAtKSkipped as PassAtKSkipped,
     pass_at_k as pass_at_k,
 )
 from metrickit.rewards import (
@@ -75,7 +77,6 @@ from metrickit.spec import (
 from metrickit.stats import (
     Interval as Interval,
     RunComparison as RunComparison,
-    StatsError as StatsError,
     bootstrap_ci as bootstrap_ci,
     breakdown as breakdown,
     compare_runs as compare_runs,

@@ -1,7 +1,9 @@
-"""Exceptions raised by metrickit.
+"""Exceptions and warnings metrickit raises and emits.
 
 Every error subclasses :class:`MetrickitError` and the matching built-in, so
-``except ValueError`` keeps working for callers who do not know metrickit.
+``except ValueError`` keeps working for callers who do not know metrickit. Every warning
+subclasses :class:`MetrickitWarning`, so ``warnings.simplefilter("ignore",
+MetrickitWarning)`` silences metrickit alone.
 """
 
 from __future__ import annotations
@@ -72,6 +74,23 @@ class RewardInputError(MetrickitError, ValueError):
 
 class JudgeNotConfiguredError(MetrickitError, RuntimeError):
     """``skynet.llm()`` was called but no judge model was configured with ``set_judge``."""
+
+
+class StatsError(MetrickitError, ValueError):
+    """Input a statistic cannot be computed from (empty, non-binary for Wilson, a column
+    that does not exist, a pass@k ``k`` that is not a positive integer, ...)."""
+
+
+class MetrickitWarning(UserWarning):
+    """Base class of every warning metrickit emits."""
+
+
+class PassAtKSkipped(MetrickitWarning):
+    """pass@k was not computed for an evaluation (or a k); the message says why."""
+
+
+class UncopiedInputWarning(MetrickitWarning):
+    """A case's input could not be deep-copied before a scorer call."""
 
 
 @dataclass(frozen=True)

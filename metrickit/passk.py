@@ -22,14 +22,10 @@ from typing import Any
 import numpy as np
 
 from metrickit._harbor_math import harbor_sum
-from metrickit.errors import HarborJobError
+from metrickit.errors import PassAtKSkipped, StatsError
 from metrickit.harbor import Policy
 
 __all__ = ["PassAtK", "PassAtKSkipped", "harbor_k_values", "pass_at_k"]
-
-
-class PassAtKSkipped(UserWarning):
-    """pass@k was not computed for an evaluation (or a k); the message says why."""
 
 
 def harbor_k_values(max_k: int) -> list[int]:
@@ -149,6 +145,11 @@ def pass_at_k(
     -------
     PassAtK
 
+    Raises
+    ------
+    StatsError
+        ``task`` or ``value`` is not a column, or a ``k`` is not a positive integer.
+
     Warns
     -----
     PassAtKSkipped
@@ -172,11 +173,15 @@ def pass_at_k(
     rows = _rows_for_policy(trials, policy)
     nf = nw.from_native(rows, eager_only=True)
     if task not in nf.columns:
-        raise HarborJobError(f"{task!r} is not a column; columns are {list(nf.columns)}")
-    extra = [] if k is None else ([k] if isinstance(k, int) else list(k))
+        raise StatsError(f"task={task!r} is not a column; columns are {list(nf.columns)}")
+    extra: list[Any] = []
+    if isinstance(k, Sequence) and not isinstance(k, str):
+        extra = list(k)
+    elif k is not None:
+        extra = [k]
     for kk in extra:
         if not isinstance(kk, int) or isinstance(kk, bool) or kk < 1:
-            raise ValueError(f"k={kk!r}; expected positive integers")
+            raise StatsError(f"k={kk!r}; expected positive integers")
     n_rows = len(nf)
     keys, values, _, present = reward_arrays(rows) if n_rows else ([], {}, {}, {})
     n_keys = np.zeros(n_rows, dtype=np.int64)
@@ -190,7 +195,7 @@ def pass_at_k(
     tasks = nf.get_column(task).to_list()
     if value is not None:
         if value not in keys:
-            raise HarborJobError(f"value={value!r} is not a reward column; reward columns: {keys}")
+            raise StatsError(f"value={value!r} is not a reward column; reward columns: {keys}")
         chosen = values[value]
     groups = group_indices(rows, by) if n_rows else {}
 

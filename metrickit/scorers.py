@@ -40,7 +40,7 @@ import numpy as np
 
 from metrickit._current import _measurement, measured, observation, service_cost
 from metrickit._judge import set_judge
-from metrickit.errors import RewardInputError, ScorerError, SpecError
+from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -455,10 +455,6 @@ def _private_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
             stacklevel=2,
         )
         return args
-
-
-class UncopiedInputWarning(UserWarning):
-    """A case's input could not be deep-copied before a scorer call."""
 
 
 def call_scorer(

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.errors import MetrickitError
+from metrickit.errors import MetrickitError, StatsError
 
 
 class _LazyScipyStats:
@@ -73,10 +73,6 @@ FEW = 10
 # Sample skewness above which a t interval is flagged (lognormal costs: ~0.87 coverage at
 # n = 20, ~0.91 at n = 200 in the coverage benchmark).
 SKEWED = 1.0
-
-
-class StatsError(MetrickitError, ValueError):
-    """Input a statistic cannot be computed from (empty, non-binary for Wilson, ...)."""
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def test_user_k_and_k_beyond_the_smallest_task():
     )
     assert math.isnan(table.loc[5, "pass_at_k"])
     assert result.harbor == stored_pass_at_k(JOB_025)  # Harbor's own part is unchanged
-    with pytest.raises(ValueError, match="positive integers"):
+    with pytest.raises(mk.StatsError, match="positive integers"):
         pass_at_k(trials, k=0)
 
 
@@ -178,3 +178,14 @@ def test_matches_harbor_reference_on_random_jobs(trials):
     got = result.harbor["claude-code__claude-sonnet-4-5__my-dataset"]
     assert list(got) == list(expected)
     assert list(got.values()) == pytest.approx(list(expected.values()), abs=1e-15)
+
+
+def test_bad_arguments_raise_stats_errors():
+    trials = mk.read_harbor_job(JOB_025)
+    with pytest.raises(mk.StatsError, match=r"task='nope' is not a column; columns are \["):
+        pass_at_k(trials, task="nope")
+    with pytest.raises(mk.StatsError, match=r"value='nope' is not a reward column"):
+        pass_at_k(trials, value="nope")
+    for k in (0, -1, 1.5, True, [2, "3"]):
+        with pytest.raises(mk.StatsError, match="expected positive integers"):
+            pass_at_k(trials, k=k)
