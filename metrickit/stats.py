@@ -863,7 +863,7 @@ def min_detectable_difference(
     --------
     >>> from metrickit.stats import min_detectable_difference
     >>> round(min_detectable_difference(100, attempts=3, base_rate=0.5), 3)
-    0.115
+    0.116
     """
     sd = _difference_sd(attempts, base_rate, task_spread)
     return _detectable(sd, n_tasks, alpha, power)
