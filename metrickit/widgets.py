@@ -233,6 +233,7 @@ class SpecTuner:
         )
         self.normalised = widgets.HTML()
         self.message = widgets.HTML()
+        self.message.add_class("metrickit-verdict")
         self.table = widgets.HTML()
         self.literal = widgets.HTML()
         # Inline: an Image widget whose bytes are swapped (trait updates reach the page from

@@ -96,7 +96,14 @@ def jupyter(tmp_path):
 
 
 def _best(page) -> str:
-    return page.locator(".metrickit-tuner").get_by_text("Best:").first.inner_text()
+    """The tuner's verdict: "best: a (best at 95 %, ...)" or "tied: a, b (...)"."""
+    return page.locator(".metrickit-tuner .metrickit-verdict").first.inner_text()
+
+
+_HAS_VERDICT = (
+    "[...document.querySelectorAll('.metrickit-tuner .metrickit-verdict')]"
+    ".some(e => /^(best|tied):/.test(e.innerText.trim()))"
+)
 
 
 def test_tuning_notebook_in_jupyterlab(jupyter):
@@ -125,9 +132,7 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
             page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
             tuner = page.locator(".metrickit-tuner")
             tuner.wait_for(state="visible", timeout=120_000)
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.metrickit-tuner')]"
-                ".some(e => e.innerText.includes('Best:'))", timeout=60_000)
+            page.wait_for_function(f"() => {_HAS_VERDICT}", timeout=60_000)
             tuner.scroll_into_view_if_needed()
             page.screenshot(path=str(OUT / "tuner-before.png"), full_page=False)
             before = _best(page)
@@ -145,11 +150,12 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
             accuracy.focus()
             for _ in range(20):
                 page.keyboard.press("ArrowLeft")
+            # Speed only: the fastest, cheapest candidate wins, clearly (no tie).
             page.wait_for_function(
-                "(before) => { const t = document.querySelector('.metrickit-tuner');"
-                " return t && t.innerText.includes('Best:') &&"
-                " !t.innerText.includes(before); }",
-                arg=before, timeout=30_000,
+                "() => { const v = document.querySelector("
+                "'.metrickit-tuner .metrickit-verdict');"
+                " return v && v.innerText.trim().startsWith('best: mini-fast'); }",
+                timeout=30_000,
             )
             after = _best(page)
             ranking_after = tuner.locator("table.metrickit-ranking").inner_text()
@@ -157,7 +163,7 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
             image_after = tuner.locator("img").last.get_attribute("src")
             page.screenshot(path=str(OUT / "tuner-after.png"), full_page=False)
             assert after != before
-            assert "mini-fast" in after  # the fastest, cheapest candidate wins on speed
+            assert before.startswith("tied:") and after.startswith("best: mini-fast")
             assert ranking_after != ranking_before
             assert image_after != image_before
             literal = tuner.locator("pre.metrickit-spec").inner_text()
