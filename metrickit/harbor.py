@@ -54,35 +54,18 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from metrickit._trials import (  # noqa: F401  (tests and other modules use them here)
+from metrickit._trials import (
     _FLOAT_COLUMNS,
     _INT_COLUMNS,
     _META,
     _TAIL,
     _TIME_COLUMNS,
-    INVALID_REWARD_EXCEPTIONS,
     RUNNING,
-    _Bad,
-    _bad_trial,
-    _dict,
-    _empty_row,
-    _exception_valid,
-    _field,
     _find_jobs,
-    _is_utf8,
-    _kind,
     _load_json,
-    _ms,
-    _parse_trial,
     _read_trial,
-    _rewards,
     _running_row,
-    _section,
-    _step_mean,
     _subdirs,
-    _sum_ms,
-    _time,
-    _tokens,
     _Trial,
     eval_key,
 )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,6 @@ _TOP_KEYS = ("weights", "accuracy", "speed", "cost", "shape")
 _UNITS = {"accuracy": "", "speed": " ms", "cost": " USD"}
 _MEASURED = {"speed": "latency", "cost": "cost"}
 
-Shape = Literal["hyperbolic", "exponential", "linear"]
 FloatArray = npt.NDArray[np.float64]
 
 
