@@ -1,7 +1,7 @@
 """Harbor job folders as trial tables.
 
 Harbor writes each run as ``jobs/<job>/`` with a job ``result.json`` and one folder per
-trial holding the trial's own ``result.json`` (see ``DESIGN.md`` section 1).
+trial holding the trial's own ``result.json`` (see ``docs/contracts.md``, section 1).
 :func:`read_harbor_job` turns one job, several, or a folder of jobs into one row per
 trial:
 

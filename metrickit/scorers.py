@@ -1,7 +1,7 @@
 """Check scorers against the scorer contract and score whole case tables.
 
 A scorer is ``score(input, output, expected=None)`` (or ``score(input, output)``) returning
-``(number, {"feedback": str, "scores": {name: number}})``; see DESIGN.md section 2.
+``(number, {"feedback": str, "scores": {name: number}})``; see docs/contracts.md, section 2.
 
 What runs user code, and where:
 

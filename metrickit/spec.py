@@ -1,6 +1,6 @@
 """REWARD_SPEC: trade accuracy against measured speed and cost.
 
-A spec is the dict a scorer file defines at module level (DESIGN.md section 3)::
+A spec is the dict a scorer file defines at module level (docs/contracts.md, section 3)::
 
     REWARD_SPEC = {
         "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
