@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck bench clean chromium
+.PHONY: demo test lint typecheck bench clean chromium lab
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ chromium:
 
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# JupyterLab on notebooks/, bound to 127.0.0.1; it prints the URL with its token.
+lab: $(STAMP)
+	$(BIN)/python -m jupyter lab --no-browser --ServerApp.ip=127.0.0.1 \
+	  --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 lint: $(STAMP)
 	$(BIN)/ruff check metrickit tests benchmarks
