@@ -29,6 +29,10 @@ class _NonFinite:
 
 
 def _short(value: Any, limit: int = 60) -> str:
+    if isinstance(value, str) and len(value) > 2 * limit:
+        # repr of a prefix, not of the whole (a 150 MB string would be copied once more);
+        # the quotes it holds make repr pick the quote character it picks for the whole
+        value = value[:limit] + "'" * ("'" in value) + '"' * ('"' in value)
     try:
         text = repr(value)
     except ValueError:  # an int past sys.get_int_max_str_digits() cannot be repr'd

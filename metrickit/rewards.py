@@ -86,6 +86,9 @@ BLOCK_BYTES = 4 << 20
 MAX_FILLED_CELLS = 20_000_000
 # A block parsed into dense columns holds at most this many cells, or 4x its own cells.
 _DENSE_BLOCK_CELLS = 1 << 20
+# Lines longer than this take the exact path (json.loads holds a line as text and values,
+# about twice the line; polars' reader needs several times that) and are not copied there.
+_LONG_LINE = 1 << 20
 # Rows with a "1.0"-style token are re-read with json; past this many, a second polars
 # read (Int64 schema) is cheaper.
 _MAX_MARKED = 20_000
@@ -290,29 +293,45 @@ def _directory_message(path: Path) -> str:
 
 def iter_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
     """A file (``.gz`` decompressed on the fly) in pieces of about ``block_bytes``, each
-    cut just after a newline, so a large file is never held whole."""
+    cut just after a newline, so a large file is never held whole.
+
+    A line longer than a block comes as a piece of its own, held once: in a plain file its
+    end is found first and the line read in one call (so it is never in memory twice); in
+    a ``.gz`` file (where seeking back decompresses again) its pieces are joined once.
+    """
     size = block_bytes or BLOCK_BYTES
+    gz = path.suffix == ".gz"
     try:
-        fh = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+        fh = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
         raise RewardFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise RewardFileError(_directory_message(path)) from None
+
+    def read(n: int) -> bytes:
+        try:
+            return fh.read(n)
+        except IsADirectoryError:
+            raise RewardFileError(_directory_message(path)) from None
+        except (OSError, EOFError, zlib.error) as exc:
+            what = "not a readable gzip file" if gz else "cannot be read"
+            raise RewardFileError(f"{path}: {what} ({exc})") from None
+
     carry = b""
     with fh:
         while True:
-            try:
-                chunk = fh.read(size)
-            except IsADirectoryError:
-                raise RewardFileError(_directory_message(path)) from None
-            except (OSError, EOFError, zlib.error) as exc:
-                what = "not a readable gzip file" if path.suffix == ".gz" else "cannot be read"
-                raise RewardFileError(f"{path}: {what} ({exc})") from None
+            chunk = read(size)
             if not chunk:
                 break
             cut = chunk.rfind(b"\n")
-            if cut < 0:  # one line longer than a block: keep reading
-                carry += chunk
+            if cut < 0:  # a line longer than a block
+                line, carry = _long_line(fh, read, carry, chunk, size, seek=not gz)
+                del chunk
+                if not line.endswith(b"\n"):  # the file's last line
+                    carry = line
+                    break
+                yield line
+                del line
                 continue
             # at most one copy per block: the carried start of its first line + the lines
             if carry:
@@ -325,6 +344,42 @@ def iter_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
             del piece
     if carry:
         yield carry
+
+
+def _long_line(
+    fh: Any, read: Any, carry: bytes, chunk: bytes, size: int, *, seek: bool
+) -> tuple[bytes, bytes]:
+    """The line that starts with ``carry + chunk`` (``chunk`` holds no newline), up to and
+    including its newline or the end of the file, and the bytes read after it."""
+    if seek:
+        start = fh.tell() - len(chunk) - len(carry)
+        del chunk, carry
+        end = -1
+        while end < 0:  # find the end without keeping the bytes, then read the line once
+            more = read(size)
+            at = more.find(b"\n")
+            if not more:
+                end = fh.tell()
+            elif at >= 0:
+                end = fh.tell() - len(more) + at + 1
+        del more
+        fh.seek(start)
+        return read(end - start), b""
+    parts: list[bytes | memoryview] = [carry, chunk]
+    del chunk, carry
+    rest = b""
+    while True:
+        more = read(size)
+        if not more:
+            break
+        at = more.find(b"\n")
+        if at >= 0:
+            parts.append(memoryview(more)[: at + 1])
+            rest = more[at + 1 :]
+            break
+        parts.append(more)
+    del more
+    return b"".join(parts), rest
 
 
 def split_blocks(data: bytes, block_bytes: int | None = None) -> Iterator[bytes]:
@@ -591,13 +646,11 @@ def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
     """Every line of ``data`` through json, into a builder (sparse cells); and the number
     of newlines in ``data``."""
     builder = _RowBuilder(name)
-    raw_lines = data.split(b"\n")
-    for number, raw in enumerate(raw_lines, start=1):
-        stripped = raw.strip(_JSON_WS)
+    for number, stripped in enumerate(_stripped_lines(data), start=1):
         if not stripped:
             continue
         try:
-            text = stripped.decode("utf-8")
+            text = str(stripped, "utf-8")
         except UnicodeDecodeError as exc:
             builder.bad(
                 number,
@@ -627,7 +680,33 @@ def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
             )
             continue
         builder.add(number, obj)
-    return builder, len(raw_lines) - 1
+        del text, obj  # a long line's text and values go before the next line is read
+    return builder, data.count(b"\n")
+
+
+def _stripped_lines(data: bytes) -> Iterator[bytes | memoryview]:
+    """The lines of ``data`` without JSON whitespace around them; a line longer than
+    :data:`_LONG_LINE` as a view into ``data``, so it is not copied before it is decoded."""
+    if len(data) <= _LONG_LINE:
+        for raw in data.split(b"\n"):
+            yield raw.strip(_JSON_WS)
+        return
+    view = memoryview(data)
+    lo = 0
+    while lo <= len(data):
+        hi = data.find(b"\n", lo)
+        if hi < 0:
+            hi = len(data)
+        if hi - lo <= _LONG_LINE:
+            yield data[lo:hi].strip(_JSON_WS)
+        else:
+            a, b = lo, hi
+            while a < b and data[a] in _JSON_WS:
+                a += 1
+            while b > a and data[b - 1] in _JSON_WS:
+                b -= 1
+            yield view[a:b]
+        lo = hi + 1
 
 
 def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
@@ -702,6 +781,8 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     if data.find(b"\r", 0, end) >= 0:
         ends -= buf[np.maximum(ends - 1, 0)] == 13
     lengths = ends - starts
+    if int(lengths.max()) > _LONG_LINE:
+        return None
     first = buf[np.minimum(starts, len(buf) - 1)]
     if np.any(lengths == 0) or np.any((first == 32) | (first == 9) | (first == 13)):
         return None  # blank or indented lines: the exact path numbers them

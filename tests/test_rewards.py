@@ -373,6 +373,67 @@ def test_iter_blocks_cuts_after_newlines_and_keeps_long_lines_whole(tmp_path):
     assert b"".join(iter_blocks(gz, 7)) == text.encode()
 
 
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("last_newline", [False, True])
+def test_iter_blocks_gives_each_long_line_whole_once(tmp_path, gz, last_newline):
+    from metrickit.rewards import iter_blocks
+
+    long_line = json.dumps({f"k{i}": i for i in range(60)})
+    lines = ['{"a": 1}', long_line, long_line, "null", '{"a": 0.5}', long_line]
+    text = "\n".join(lines) + ("\n" if last_newline else "")
+    path = tmp_path / ("r.jsonl.gz" if gz else "r.jsonl")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    for size in (5, 16, 100, 1000):
+        blocks = list(iter_blocks(path, size))
+        assert b"".join(blocks) == text.encode()
+        assert all(b.endswith(b"\n") for b in blocks[:-1])
+
+
+def test_long_lines_are_stripped_and_numbered_as_short_ones(monkeypatch):
+    from metrickit import rewards as R
+
+    text = ('{"a": 1}\n  {"a": 0.5, "b": 2}\t\r\n\n null \n{"a": "' + "x" * 50
+            + '"}\n \t \n{"b": 1e3}')
+    short = [bytes(x) for x in R._stripped_lines(text.encode())]
+    monkeypatch.setattr(R, "_LONG_LINE", 4)
+    long = [bytes(x) for x in R._stripped_lines(text.encode())]
+    assert long == short == [line.strip(b" \t\r\n") for line in text.encode().split(b"\n")]
+    rows, problems = R._parse_slow("t", text.encode())
+    assert rows.lines.tolist() == [1, 2, 4, 5, 7]
+    assert [p.line for p in problems] == [5]
+
+
+@pytest.mark.parametrize("shape", ["string", "number"])
+def test_a_very_long_line_is_read_in_a_small_multiple_of_its_size(tmp_path, shape):
+    # A 30 MB line: peaks were ~7x the line (copies while reading, polars' reader, a
+    # split, a repr of the bad value); json.loads itself needs about 2x.
+    path = tmp_path / "long.jsonl"
+    size = 30_000_000
+    body = '"' + "x" * size + '"' if shape == "string" else "0." + "1" * size
+    path.write_text('{"a": ' + body + "}\n")
+    probe = f"""
+import resource, metrickit as mk, pandas, polars
+def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+mk.read_rewards('{{"a": 1}}\\n')  # imports, warm
+before = rss()
+for call in (lambda: mk.read_rewards({str(path)!r}), lambda: mk.aggregate({str(path)!r}),
+             lambda: mk.read_rewards({str(path)!r}, backend="polars")):
+    try:
+        call()
+    except mk.RewardFileError as exc:
+        assert ":1: value of 'a' is 'xxx" in str(exc), exc
+print(int(rss() - before))
+"""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    growth_mb = int(proc.stdout.strip())
+    assert growth_mb < 4.5 * size / 1e6, growth_mb  # was ~200 MB; json.loads: ~60 MB
+
+
 def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
     from metrickit import rewards as R
 
