@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck bench clean chromium lab
+.PHONY: demo test test-fast lint typecheck bench clean chromium lab
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ chromium:
 
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# For local work: everything but the tests marked slow. `make test` (and CI) runs them all.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # JupyterLab on notebooks/, bound to 127.0.0.1; it prints the URL with its token.
 lab: $(STAMP)

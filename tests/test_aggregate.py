@@ -95,6 +95,7 @@ values = st.one_of(
 rows = st.lists(st.one_of(st.none(), st.dictionaries(keys, values, max_size=3)), max_size=30)
 
 
+@pytest.mark.slow
 @given(rows, st.sampled_from(["mean", "sum", "min", "max"]), st.sampled_from(["pandas", "polars"]))
 @example([{"r": 1e16}, {"r": 1}, {"r": -1e16}], "sum", "pandas")
 @example([None, {}], "max", "polars")
@@ -117,6 +118,7 @@ def _aggregate_in_child(frame):
     return mk.aggregate(frame)
 
 
+@pytest.mark.slow
 def test_aggregate_in_a_forked_child_does_not_wait_on_the_parents_pool():
     # The parent's thread pool is cached; a forked child inherits the object but not its
     # threads, and used to wait forever on it (found by review).
@@ -128,6 +130,7 @@ def test_aggregate_in_a_forked_child_does_not_wait_on_the_parents_pool():
         assert pool.apply_async(_aggregate_in_child, (frame,)).get(timeout=120) == expected
 
 
+@pytest.mark.slow
 def test_aggregate_in_a_thread_survives_interpreter_shutdown():
     # The main thread ends while another thread aggregates: the pool shuts down under it,
     # and the sums must finish in that thread instead of waiting forever. (A review saw a
@@ -179,6 +182,7 @@ def test_json_booleans_aggregate_as_floats_like_harbors_pipeline(tmp_path):
     assert type(mk.aggregate(rows, "max")["max"]) is float
 
 
+@pytest.mark.slow
 def test_aggregate_path_memory_grows_with_the_data(tmp_path):
     """Issue 13, defect 6: one distinct key per line. aggregate(path) and the CLI answer
     key by key from the cells; the frame readers refuse above MAX_FILLED_CELLS."""

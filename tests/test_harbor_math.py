@@ -134,6 +134,7 @@ GOLDEN_LARGE = json.loads(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", GOLDEN_LARGE["cases"], ids=lambda c: f"{c['style']}-{c['n']}")
 def test_long_columns_match_python312_golden(case):
     # Long enough to run through many of phase 3's cache-sized pieces and through the
@@ -212,6 +213,7 @@ def test_sums_of_several_columns_on_a_pool_equal_one_by_one(pieces):
     ]
 
 
+@pytest.mark.slow
 def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
     # A metric computed inside one of aggregate's own threads must not queue work behind
     # itself (that could starve the pool): it sums in its own thread instead.

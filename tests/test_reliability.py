@@ -283,6 +283,7 @@ def score(input, output, expected=None):
 '''
 
 
+@pytest.mark.slow
 def test_faulty_scorer_file_runs_in_its_own_process(tmp_path: Path) -> None:
     folder = tmp_path / AWKWARD
     folder.mkdir()
@@ -331,6 +332,7 @@ def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # pragma: no cover (not Linux)
 
 
+@pytest.mark.slow
 def test_soak_score_cases_10000(record_property: Any) -> None:
     """10,000 cases: 5 % raise, 1 % hang past a 1 s timeout. Every case is accounted for,
     and memory does not grow with the number of cases.
@@ -534,6 +536,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, env=env, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_cli_subprocess_on_nasty_files(tmp_path: Path) -> None:
     folder = tmp_path / AWKWARD
     folder.mkdir()

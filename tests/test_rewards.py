@@ -226,6 +226,7 @@ def _dump(rows, style):
     return "\n".join(out) + ("\n" if style else "")
 
 
+@pytest.mark.slow
 @given(st.lists(row, max_size=40), st.integers(0, 1))
 @example([None, None], 0)
 @example([{}, None, {"a": 1}], 1)
@@ -316,6 +317,7 @@ def _exact(text: str, *, bad_lines: int = 0):
     return to_frame([parsed])
 
 
+@pytest.mark.slow
 @given(st.lists(row, max_size=60), st.integers(0, 1), st.integers(8, 200))
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_any_block_size_gives_the_exact_frame(rows, style, block):

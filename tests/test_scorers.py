@@ -394,6 +394,7 @@ def score(input, output, expected=None):
 '''
 
 
+@pytest.mark.slow
 def test_path_scorer_survives_hang_exit_os_exit_and_crash(tmp_path):
     path = tmp_path / "metric.py"
     path.write_text(MISBEHAVING)
@@ -732,6 +733,7 @@ def score(input, output, expected=None):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", ["library", "cli"])
 def test_path_scorer_timeout_kills_the_processes_it_started(tmp_path, entry, capsys):
     # The scorer's own child kept the pipes open: the call used to return after 60 s.

@@ -109,6 +109,7 @@ def test_bootstrap_rowwise_statistic_equals_vectorised():
     assert (slow.low, slow.high, slow.se) == pytest.approx((fast.low, fast.high, fast.se))
 
 
+@pytest.mark.slow
 def test_bootstrap_large_sample_chunks_and_agrees_with_analytic():
     # n * n_resamples above the one-draw cap: resampled in chunks. With 2000 resamples the
     # Monte-Carlo relative error of a bootstrap SE is about 1/sqrt(2*2000) = 1.6 %, so 8 %
