@@ -121,7 +121,7 @@ def _aggregate_in_child(frame):
 @pytest.mark.slow
 def test_aggregate_in_a_forked_child_does_not_wait_on_the_parents_pool():
     # The parent's thread pool is cached; a forked child inherits the object but not its
-    # threads, and used to wait forever on it (found by review).
+    # threads, so work queued on it there would wait forever.
     import multiprocessing
 
     frame = mk.read_rewards([{"a": i % 2, "b": (i % 4) / 4} for i in range(200_000)])

@@ -235,8 +235,8 @@ GOLDEN_OVERFLOW = json.loads(
 @pytest.mark.parametrize("case", GOLDEN_OVERFLOW["cases"], ids=lambda c: c["sum"])
 def test_int_prefix_past_a_c_long_turns_compensation_off(case):
     # CPython sums ints in a C long; once a partial sum leaves its range it falls back to
-    # plain + for the rest of the list, floats included (found by review: 1,024 values of
-    # 2**53 are enough). Whole arrays, the accumulator in pieces, and the reference agree
+    # plain + for the rest of the list, floats included (1,024 values of 2**53 are
+    # enough). Whole arrays, the accumulator in pieces, and the reference agree
     # with Python 3.12.
     from metrickit._harbor_math import HarborAccumulator
 
