@@ -582,7 +582,8 @@ def tune_spec(
         measured latency (ms) and cost (USD) columns (NaN where not measured: that part
         scores 0, as the service does).
     spec
-        Starting REWARD_SPEC (dict or :class:`RewardSpec`); DESIGN's example by default.
+        Starting REWARD_SPEC (dict or :class:`RewardSpec`); by default the example in
+        ``docs/contracts.md`` (section 3).
     cluster
         The task (case) column: the reward intervals cluster by it and ties come from
         resampling it. ``"auto"`` takes ``case_id``, ``task_name``, ``task``, ... when
