@@ -14,8 +14,8 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("plots", "ranking", "stats", "widgets")
 _exports: dict[str, str] = {}  # public name -> the module that defines it, from the stub
+_submodules: list[str] = []  # the stub's `from metrickit import <submodule> as <submodule>`
 
 
 def _public() -> dict[str, str]:
@@ -31,7 +31,11 @@ def _public() -> dict[str, str]:
         stub = os.path.join(os.path.dirname(__file__), "__init__.pyi")
         tree = ast.parse(__spec__.loader.get_data(stub))  # type: ignore[union-attr]
         for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and node.module:
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            if node.module == __name__:
+                _submodules.extend(alias.name for alias in node.names)
+            else:
                 _exports.update((alias.name, node.module) for alias in node.names)
     return _exports
 
@@ -56,4 +60,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_public()) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_public()) | set(_submodules))

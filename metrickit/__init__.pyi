@@ -1,7 +1,16 @@
 # The public API of metrickit, listed once. Type checkers and IDEs read this stub;
 # metrickit/__init__.py reads the same imports at run time to load each name on first use
-# and to build __all__. Add a public name here (as `name as name`) and nowhere else.
+# and to build __all__ (the names, not the submodules). Add a public name here (as
+# `name as name`) and nowhere else.
 
+# Submodules reached as attributes (mk.plots.tradeoff, ...); they load on first use too.
+from metrickit import (
+    examples as examples,
+    plots as plots,
+    ranking as ranking,
+    stats as stats,
+    widgets as widgets,
+)
 from metrickit._aggregate import (
     aggregate as aggregate,
 )

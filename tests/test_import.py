@@ -42,21 +42,17 @@ def test_every_public_name_resolves_in_a_fresh_process():
 
 def test_all_is_the_stubs_imports():
     tree = ast.parse(STUB.read_text())
-    names = [
-        alias.name
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    ]
+    imports = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
     # `name as name` is what makes a stub import a re-export for type checkers
-    aliases = [
-        alias.asname for node in tree.body if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    ]
-    assert aliases == names
+    assert all(alias.asname == alias.name for node in imports for alias in node.names)
+    names = [alias.name for node in imports if node.module != "metrickit" for alias in node.names]
+    submodules = [alias.name for node in imports if node.module == "metrickit"
+                  for alias in node.names]
     assert len(set(names)) == len(names)
     assert mk.__all__ == sorted([*names, "__version__"])
-    assert set(mk.__all__) <= set(dir(mk))
+    assert set(mk.__all__) | set(submodules) <= set(dir(mk))
+    for name in submodules:
+        assert getattr(mk, name).__name__ == f"metrickit.{name}"
 
 
 def test_aggregate_is_the_function_after_its_module_is_imported():
