@@ -1,10 +1,15 @@
-"""Loading a 1,000,000-line Harbor reward file: metrickit against the usual ways.
+"""Loading 1,000,000-line Harbor reward files: metrickit against the usual ways.
 
 Each method runs in its own subprocess (so peak RSS is its own), best of ``--repeat`` runs.
 Peak memory is the process's peak RSS during the first call, above its RSS after imports
 (the import baseline).
 
-    python benchmarks/bench_load.py            # 1M lines (~42 MB)
+Every file shape of ``gen_rewards.py`` (``--shapes``) is read by metrickit (both backends)
+and by polars with the schema given; the ``mix`` shape also by the plain loop and pandas.
+The ``sparse`` shape (3 of 200 keys per row) has at most 90,000 lines: its frame is rows x
+200 keys, and the frame readers refuse more than ``MAX_FILLED_CELLS`` zero-filled cells.
+
+    python benchmarks/bench_load.py            # 1M lines (~42 MB for mix)
     python benchmarks/bench_load.py -n 200000  # quicker
 
 Methods
@@ -28,12 +33,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_rewards import KEYS  # noqa: E402
+from gen_rewards import SHAPES  # noqa: E402
 
 METHODS = ["plain-loop", "pandas", "polars-schema", "metrickit", "metrickit-polars"]
+SHAPE_METHODS = ["polars-schema", "metrickit", "metrickit-polars"]
+SPARSE_LINES = 90_000
 
 
-def _child(method: str, path: str, repeat: int) -> None:
+def _child(method: str, path: str, repeat: int, shape: str) -> None:
     import resource
 
     import pandas as pd
@@ -67,7 +74,7 @@ def _child(method: str, path: str, repeat: int) -> None:
         data = data.replace(b"\nnull\n", b"\n{}\n").replace(b"\nnull\n", b"\n{}\n")
         if data.startswith(b"null\n"):
             data = b"{}" + data[4:]
-        return pl.read_ndjson(data, schema={k: pl.Float64 for k in KEYS}).fill_null(0.0)
+        return pl.read_ndjson(data, schema={k: pl.Float64 for k in SHAPES[shape]}).fill_null(0.0)
 
     fns = {
         "plain-loop": plain_loop,
@@ -99,6 +106,32 @@ def _child(method: str, path: str, repeat: int) -> None:
                       "total_peak_mb": peak, "aggregate_seconds": agg}))
 
 
+def _file(shape: str, lines: int) -> Path:
+    data_dir = HERE / "_data"
+    data_dir.mkdir(exist_ok=True)
+    name = f"rewards_{lines}.jsonl" if shape == "mix" else f"rewards_{shape}_{lines}.jsonl"
+    path = data_dir / name
+    if not path.exists():
+        # In a child process: Linux carries a parent's peak RSS (ru_maxrss) over into
+        # the children it forks, so a parent that held the generated lines would
+        # inflate every measurement below.
+        subprocess.run(
+            [sys.executable, str(HERE / "gen_rewards.py"), "-o", str(path), "-n", str(lines),
+             "--shape", shape],
+            check=True,
+        )
+    return path
+
+
+def _measure(method: str, path: Path, repeat: int, shape: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--repeat", str(repeat), "--shape", shape,
+         "--child", method, str(path)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -106,39 +139,56 @@ def main() -> None:
     parser.add_argument("-n", "--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--methods", nargs="*", default=METHODS)
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--quick", action="store_true", help="200,000 lines")
     parser.add_argument("--json", action="store_true", help="print JSON rows for run.py")
+    parser.add_argument("--shape", default="mix", help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child[0], args.child[1], args.repeat)
+        _child(args.child[0], args.child[1], args.repeat, args.shape)
         return
     if args.quick:
         args.lines = 200_000
-    data_dir = HERE / "_data"
-    data_dir.mkdir(exist_ok=True)
-    path = data_dir / f"rewards_{args.lines}.jsonl"
-    if not path.exists():
-        # In a child process: Linux carries a parent's peak RSS (ru_maxrss) over into
-        # the children it forks, so a parent that held the generated lines would
-        # inflate every measurement below.
-        subprocess.run(
-            [sys.executable, str(HERE / "gen_rewards.py"), "-o", str(path), "-n", str(args.lines)],
-            check=True,
-        )
-    size_mb = path.stat().st_size / 1e6
-    results = {}
-    for method in args.methods:
-        repeat = 1 if method == "plain-loop" else args.repeat
-        out = subprocess.run(
-            [sys.executable, __file__, "--repeat", str(repeat), "--child", method, str(path)],
-            capture_output=True, text=True, check=True,
-        ).stdout
-        results[method] = json.loads(out.strip().splitlines()[-1])
+    by_shape: dict[str, tuple[int, float, dict]] = {}
+    for shape in args.shapes:
+        lines = min(args.lines, SPARSE_LINES) if shape == "sparse" else args.lines
+        path = _file(shape, lines)
+        methods = args.methods if shape == "mix" else [
+            m for m in args.methods if m in SHAPE_METHODS]
+        results = {}
+        for method in methods:
+            repeat = 1 if method == "plain-loop" else args.repeat
+            results[method] = _measure(method, path, repeat, shape)
+        by_shape[shape] = (lines, path.stat().st_size / 1e6, results)
     if args.json:
-        _emit_rows(results, args.lines, size_mb)
+        _emit_rows(by_shape)
         return
-    print(f"file: {path.name}, {args.lines:,} lines, {size_mb:.1f} MB")
+    if "mix" in by_shape:
+        _print_methods(*by_shape["mix"])
+    print()
+    print(f"per shape: seconds (best of {args.repeat}), ratio = polars-with-schema s / "
+          "metrickit s, peak = RSS growth of one call / file size")
+    print(f"{'shape':<10}{'lines':>10}{'MB':>7}{'polars s':>10}{'mk s':>8}{'ratio':>7}"
+          f"{'peak':>7}{'mk-pl s':>9}{'ratio':>7}{'peak':>7}{'pl peak':>8}")
+    for shape, (lines, size_mb, r) in by_shape.items():
+        base = r.get("polars-schema")
+        cells = [f"{shape:<10}{lines:>10,}{size_mb:>7.1f}",
+                 f"{base['seconds']:>10.3f}" if base else f"{'-':>10}"]
+        for method in ("metrickit", "metrickit-polars"):
+            if method not in r:
+                cells.append(f"{'-':>22}")
+                continue
+            s = r[method]["seconds"]
+            ratio = f"{base['seconds'] / s:.2f}x" if base else "-"
+            cells.append(f"{s:>{8 if method == 'metrickit' else 9}.3f}{ratio:>7}"
+                         f"{r[method]['peak_mb'] / size_mb:>6.2f}x")
+        cells.append(f"{base['peak_mb'] / size_mb:>7.2f}x" if base else "")
+        print("".join(cells))
+
+
+def _print_methods(lines: int, size_mb: float, results: dict) -> None:
+    print(f"mix: {lines:,} lines, {size_mb:.1f} MB")
     print(f"{'method':<18}{'seconds':>9}{'MB/s':>9}{'peak MB':>9}{'x file':>8}"
           f"{'vs plain':>10}{'vs polars':>11}")
     plain = results.get("plain-loop", {}).get("seconds")
@@ -156,26 +206,32 @@ def main() -> None:
                   f"= {100 * r['aggregate_seconds'] / r['seconds']:.1f} % of the load time")
 
 
-def _emit_rows(results: dict, lines: int, size_mb: float) -> None:
-    """Rows for benchmarks/run.py: each strict metrickit load against its usual counterpart."""
+def _emit_rows(by_shape: dict) -> None:
+    """Rows for benchmarks/run.py: each strict metrickit load against its usual counterpart,
+    and per shape against polars with the schema given."""
     from _bench import emit, row
 
     pairs = [
         ("metrickit", "plain-loop", "read_rewards (pandas)", "json.loads loop + DataFrame"),
         ("metrickit", "pandas", "read_rewards (pandas)", "pandas.read_json(lines=True)"),
+        ("metrickit", "polars-schema", "read_rewards (pandas)",
+         "polars.read_ndjson, schema given (lenient)"),
         ("metrickit-polars", "polars-schema", "read_rewards (polars)",
          "polars.read_ndjson, schema given (lenient)"),
     ]
     rows = []
-    for mine, base, label, base_label in pairs:
-        if mine in results and base in results:
-            rows.append(row(
-                f"load {lines:,} reward lines ({size_mb:.0f} MB): {label}",
-                results[mine]["seconds"], base_label, results[base]["seconds"],
-                peak_mb=results[mine]["total_peak_mb"],
-                baseline_peak_mb=results[base]["total_peak_mb"],
-                note="peak = whole-process peak RSS (ru_maxrss), imports included",
-            ))
+    for shape, (lines, size_mb, results) in by_shape.items():
+        for mine, base, label, base_label in pairs:
+            if mine in results and base in results:
+                peak = results[mine]["peak_mb"]
+                rows.append(row(
+                    f"load {lines:,} reward lines, shape {shape} ({size_mb:.0f} MB): {label}",
+                    results[mine]["seconds"], base_label, results[base]["seconds"],
+                    peak_mb=results[mine]["total_peak_mb"],
+                    baseline_peak_mb=results[base]["total_peak_mb"],
+                    note=f"peak above imports = {peak / size_mb:.2f}x the file; whole-process "
+                         "peak RSS (ru_maxrss) shown",
+                ))
     emit(rows)
 
 

@@ -92,7 +92,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mb", type=float, default=150, help="size of the one-line files")
-    parser.add_argument("--keys-mb", type=float, default=15,
+    parser.add_argument("--keys-mb", type=float, default=3,
                         help="size of the one line with many keys")
     parser.add_argument("--json", action="store_true", help="print JSON rows for run.py")
     parser.add_argument("--quick", action="store_true", help="30 MB lines, 3 MB of keys")
