@@ -23,6 +23,7 @@ and keeps enough metadata that nothing is hidden:
 
 from __future__ import annotations
 
+import functools
 import glob
 import gzip
 import io
@@ -191,9 +192,9 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     problems: list[Problem] = []
     for name, payload in _iter_sources(source):
         if isinstance(payload, Path):
-            got, found = parse_blocks(name, iter_blocks(payload))
+            got, found = parse_blocks(name, iter_blocks(payload), dense_cells=MAX_FILLED_CELLS)
         elif isinstance(payload, bytes):
-            got, found = parse_blocks(name, split_blocks(payload))
+            got, found = parse_blocks(name, split_blocks(payload), dense_cells=MAX_FILLED_CELLS)
         else:
             parsed, found = parse_rows(name, payload)
             got = [parsed]
@@ -482,7 +483,9 @@ def parse_bytes(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
     return _concat(name, parts), problems
 
 
-def parse_blocks(name: str, blocks: Iterable[bytes]) -> tuple[list[Parsed], list[Problem]]:
+def parse_blocks(
+    name: str, blocks: Iterable[bytes], *, dense_cells: int = 0
+) -> tuple[list[Parsed], list[Problem]]:
     """Parse the consecutive blocks of one source, numbering lines across them.
 
     Each block takes the vectorised path when it can prove it is exact, else the
@@ -499,7 +502,9 @@ def parse_blocks(name: str, blocks: Iterable[bytes]) -> tuple[list[Parsed], list
         found: list[Problem] = []
         # A byte-order mark only counts at the start of the file; elsewhere it is part
         # of a (then invalid) line, and the exact path says so.
-        parsed = None if _BOM in block[:3] else _parse_fast(name, block, keys_hint=keys)
+        parsed = None
+        if _BOM not in block[:3]:
+            parsed = _parse_fast(name, block, keys_hint=keys, dense_cells=dense_cells)
         if parsed is None:
             parsed, found = _parse_slow(name, block)
         if offset:
@@ -719,14 +724,16 @@ def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
     return builder.build(), builder.problems
 
 
-def _sample_keys(body: bytes | memoryview) -> list[str] | None:
+def _sample_keys(
+    body: bytes | memoryview, lines_wanted: int = _SAMPLE_LINES, head_bytes: int = 1 << 16
+) -> list[str] | None:
     """Keys of the first lines, or None when the sample is not clean."""
     keys: set[str] = set()
-    head = bytes(body[: 1 << 16])
+    head = bytes(body[:head_bytes])
     lines = head.split(b"\n")
     if len(head) < len(body):
         lines = lines[:-1]  # the last one may be cut in the middle
-    for raw in lines[:_SAMPLE_LINES]:
+    for raw in lines[:lines_wanted]:
         stripped = raw.strip(_JSON_WS)
         if not stripped:
             continue
@@ -743,7 +750,9 @@ def _sample_keys(body: bytes | memoryview) -> list[str] | None:
     return sorted(keys)
 
 
-def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed | None:
+def _parse_fast(
+    name: str, data: bytes, keys_hint: Iterable[str] = (), dense_cells: int = 0
+) -> Parsed | None:
     """Parse with polars when the result provably equals the exact path's, else None.
 
     polars' NDJSON reader is fast but lenient in ways Harbor is not: it rejects ``null``
@@ -758,6 +767,9 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
 
     ``keys_hint`` (the keys of the blocks before this one) joins the keys sampled from
     the first lines, so a key that is rare at the start is usually in the schema anyway.
+    ``dense_cells`` raises the number of rows x keys cells a block may spread into: the
+    frame readers pass :data:`MAX_FILLED_CELLS`, since their frame (and the exact path's
+    block) is dense anyway; streaming aggregation keeps the block's cells sparse.
     """
     import polars as pl
 
@@ -790,7 +802,13 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     has_backslash = data.find(b"\\", 0, end) >= 0
     if has_backslash and _SURROGATE_ESCAPE.search(body) is not None:
         return None
-    sampled = _sample_keys(body)  # the whole block: so it knows where the sample is cut
+    # the whole block: so it knows where the sample is cut; after the first block the keys
+    # of the blocks before it are known, and a key they lack costs one schema inference
+    keys_hint = set(keys_hint)
+    if keys_hint:
+        sampled = _sample_keys(body, _SAMPLE_LINES // 10)
+    else:  # the first block: a key missing from the sample costs a second read
+        sampled = _sample_keys(body, 10 * _SAMPLE_LINES, 1 << 18)
     if sampled is None:
         return None
     keys = sorted(set(sampled).union(keys_hint))
@@ -820,7 +838,7 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     # Dense columns only when the block is about as dense as its cells: a block whose keys
     # are sparse (one distinct key per line, say) keeps its cells in the exact path instead
     # of a rows x keys frame.
-    dense_limit = max(_DENSE_BLOCK_CELLS, 4 * colons)
+    dense_limit = max(_DENSE_BLOCK_CELLS, 4 * colons, dense_cells)
     if n * len(keys) > dense_limit:
         return None
 
@@ -834,16 +852,18 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     try:
         frame = read(keys, pl.Float64)
         if cells(frame) != colons:
-            # A key the sample did not show (or a duplicate, or a null value): find all keys,
-            # unless the unseen cells could make the block sparse (each a key of its own).
-            if n * (len(keys) + colons - cells(frame)) > dense_limit:
+            # A key the sample did not show (or a duplicate, or a null value): json reads
+            # the rows with more ":" than cells for their keys, unless they are many (keys
+            # that change from line to line: the exact path keeps such a block sparse).
+            unseen = _unseen_keys(buf, starts, ends, frame, n // 4 + 1000)
+            new = sorted(unseen.difference(keys)) if unseen is not None else []
+            if not new or n * (len(keys) + len(new)) > dense_limit:
                 return None
-            inferred = pl.read_ndjson(payload, infer_schema_length=None)
-            keys = sorted(inferred.columns)
-            del inferred
-            frame = read(keys, pl.Float64)
-            if cells(frame) != colons:
+            more = read(new, pl.Float64)  # only the new columns: the others are read
+            if more.height != frame.height or cells(frame) + cells(more) != colons:
                 return None
+            frame = pl.concat([frame, more], how="horizontal")
+            keys = list(frame.columns)
     except pl.exceptions.PolarsError:
         return None
     if frame.height != n:
@@ -856,17 +876,21 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     )
     any_present = np.zeros(n, dtype=np.bool_)
     integral_keys: list[str] = []
-    for key in keys:
-        # renamed: polars runs Series methods as expressions on the Series' name, and a
-        # key such as "^a$" would be read as a regex there
-        column = frame.get_column(key).alias("value")
-        nulls = column.null_count()
+    key_cells: dict[str, int] = {}
+    null_counts: tuple[int, ...] = frame.null_count().row(0)
+    # Every column's validity in one select: a Series method (is_not_null, fill_null) runs
+    # as an expression of its own, about 1 ms each, which 200 keys would pay 400 times.
+    valid = frame.select(pl.all().is_not_null()).to_numpy() if any(null_counts) else None
+    for index, key in enumerate(frame.columns):
+        nulls = null_counts[index]
         if nulls == n and key not in sampled:
             continue  # a key of an earlier block that this block does not have
-        present = column.is_not_null().to_numpy() if nulls else np.ones(n, dtype=np.bool_)
-        values = np.array(
-            column.fill_null(0.0).to_numpy() if nulls else column.to_numpy(), dtype=np.float64
-        )
+        values = np.array(frame.to_series(index).to_numpy(), dtype=np.float64)  # null: NaN
+        if nulls and valid is not None:
+            present = np.ascontiguousarray(valid[:, index])
+            values[~present] = 0.0
+        else:
+            present = np.ones(n, dtype=np.bool_)
         # >=, not >: the integers 2**53 + 1 (which the exact path rejects) and 2**53 both
         # parse to the float 2**53 here, so only the exact path can tell them apart.
         if not np.all(np.isfinite(values)) or np.any(np.abs(values) >= MAX_EXACT_INT):
@@ -877,9 +901,20 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
         parsed.values[key] = values
         parsed.kinds[key] = kinds
         any_present |= present
+        key_cells[key] = n - nulls
     del frame
     if integral_keys:
-        by_value, max_fraction, marked = _integral_means_int(buf)
+        # Without escapes a key's bytes are its UTF-8 name, each key's bytes occur once per
+        # cell, and the rest of the block is numbers and punctuation: so when the keys hold
+        # every "e"/"E" of the block, no number has an exponent, and the scan for one can go.
+        exponents = True
+        if not has_backslash:
+            in_keys = sum(
+                count * (key.count("e") + key.count("E")) for key, count in key_cells.items()
+            )
+            letters = np.count_nonzero(buf == ord("e")) + np.count_nonzero(buf == ord("E"))
+            exponents = int(letters) != in_keys
+        by_value, max_fraction, marked = _integral_means_int(buf, exponents=exponents)
         largest = max(float(np.abs(parsed.values[k]).max()) for k in integral_keys)
         by_value = by_value and largest < 10.0 ** (15 - max_fraction)
         floats = None
@@ -888,11 +923,11 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
         if floats is not None:
             # Outside the float-token cells found, an integral cell is an int.
             float_rows, float_keys = floats
-            index = {key: i for i, key in enumerate(keys)}
+            position = {key: i for i, key in enumerate(keys)}
             for key in integral_keys:
                 values = parsed.values[key]
                 is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
-                is_int[float_rows[float_keys == index[key]]] = False
+                is_int[float_rows[float_keys == position[key]]] = False
                 _mark_int(parsed.kinds[key], values, is_int)
             integral_keys = []
     if integral_keys:
@@ -928,6 +963,39 @@ def _parse_fast(name: str, data: bytes, keys_hint: Iterable[str] = ()) -> Parsed
     return parsed
 
 
+def _unseen_keys(
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    frame: pl.DataFrame,
+    most: int,
+) -> set[str] | None:
+    """The keys of the lines holding more ``:`` than ``frame`` has cells for them (read
+    with json), or None if more than ``most`` lines do or one is not a JSON object."""
+    import polars as pl
+
+    n = len(starts)
+    colon_rows = np.searchsorted(starts, np.flatnonzero(buf == ord(":")), side="right") - 1
+    per_row = np.bincount(colon_rows, minlength=n)
+    if frame.width:
+        present = frame.select(pl.sum_horizontal(pl.all().is_not_null())).to_series()
+        per_row -= present.to_numpy().astype(np.int64)
+    rows = np.flatnonzero(per_row)
+    if len(rows) > most:
+        return None
+    keys: set[str] = set()
+    data = buf.data
+    for row in rows.tolist():
+        try:
+            obj = json.loads(str(data[int(starts[row]) : int(ends[row])], "utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(obj, dict):
+            return None
+        keys.update(obj)
+    return keys
+
+
 def _mark_int(
     kinds: npt.NDArray[np.uint8], values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]
 ) -> None:
@@ -937,7 +1005,7 @@ def _mark_int(
 
 
 def _integral_means_int(
-    buf: npt.NDArray[np.uint8],
+    buf: npt.NDArray[np.uint8], *, exponents: bool = True
 ) -> tuple[bool, int, npt.NDArray[np.int64]]:
     """Where a number token with an integral value could be a JSON float.
 
@@ -963,9 +1031,10 @@ def _integral_means_int(
         chunk = buf[lo:hi]
         # a digit followed by e or E (| 32 folds "E" onto "e"); the pair may straddle pieces
         pair = buf[lo : hi + 1]
-        exponent = ((pair[1:] | 32) == ord("e")) & ((pair[:-1] - ord("0")) < 10)
-        if exponent.any():
-            marked.append(np.flatnonzero(exponent) + (lo + 1))
+        if exponents:
+            exponent = ((pair[1:] | 32) == ord("e")) & ((pair[:-1] - ord("0")) < 10)
+            if exponent.any():
+                marked.append(np.flatnonzero(exponent) + (lo + 1))
         dots = np.flatnonzero(chunk == ord(".")) + lo
         if dots.size == 0:
             continue
@@ -1015,61 +1084,28 @@ def _float_token_cells(
     escapes, the key's UTF-8 bytes, identified among ``keys`` by length and first and
     last 8 bytes (refused unless that tells every key apart) and then checked.
     """
-    pos = np.unique(marked)
-    colon = np.full(pos.size, -1, dtype=np.int64)
-    alive = np.ones(pos.size, dtype=np.bool_)
-    at = pos.copy()
-    for _ in range(_MAX_TOKEN):
-        idx = np.flatnonzero(alive)
-        if idx.size == 0:
-            break
-        at[idx] -= 1
-        c = buf[np.maximum(at[idx], 0)]
-        hit = (c == ord(":")) & (at[idx] >= 0)
-        colon[idx[hit]] = at[idx[hit]]
-        alive[idx[~_NUMBER_BYTES[c] | hit | (at[idx] < 0)]] = False
-    else:
-        if alive.any():
-            return None
-    colon = np.unique(colon[colon >= 0])
     empty = np.zeros(0, dtype=np.int64)
+    if marked.size == 0:
+        return empty, empty
+    pos = np.unique(marked)
+    # the first byte before each marked one that is not part of a number or whitespace
+    back = _look_back(buf, pos, _NUMBER_BYTES)
+    if back is None:
+        return None
+    colon = np.unique(back[buf[np.maximum(back, 0)] == ord(":")])
     if colon.size == 0:
         return empty, empty
-    # the key's closing quote: the first non-whitespace byte before the ":"
-    close = colon - 1
-    for _ in range(_MAX_TOKEN):
-        c = buf[np.maximum(close, 0)]
-        ws = (c == 32) | (c == 9) | (c == 13)
-        if not ws.any():
-            break
-        close -= ws
-    if np.any(buf[np.maximum(close, 0)] != ord('"')) or np.any(close <= 0):
+    close = _look_back(buf, colon, _WHITESPACE)  # the key's closing quote
+    if close is None or np.any(buf[np.maximum(close, 0)] != ord('"')):
         return None
-    table = [key.encode("utf-8") for key in keys]
-    longest = max(len(k) for k in table)
-    open_ = close - 1
-    alive = np.ones(close.size, dtype=np.bool_)
-    for _ in range(longest + 1):
-        idx = np.flatnonzero(alive)
-        if idx.size == 0:
-            break
-        c = buf[np.maximum(open_[idx], 0)]
-        done = (c == ord('"')) | (open_[idx] <= 0)
-        alive[idx[done]] = False
-        open_[idx[~done]] -= 1
-    if alive.any() or np.any(buf[open_] != ord('"')):
-        return None
-    length = close - open_ - 1
-
-    key_bytes = np.frombuffer(b"".join(table) or b"\0", dtype=np.uint8)
-    key_size = np.array([len(k) for k in table], dtype=np.int64)
-    key_lo = np.concatenate([[0], np.cumsum(key_size)[:-1]]).astype(np.int64)
-    key_fp = _fingerprint(key_bytes, key_lo, key_size)
-    order = np.argsort(key_fp[0], kind="stable")
-    sorted_fp = key_fp[0][order]
-    if np.any(sorted_fp[1:] == sorted_fp[:-1]):
+    table = _key_table(tuple(keys))
+    if table is None:
         return None  # two keys alike in length and first and last bytes
-    fp = _fingerprint(buf, open_ + 1, length)
+    key_fp, order, sorted_fp, longest = table
+    open_ = _look_back(buf, close, _NOT_QUOTE, longest + 2)
+    if open_ is None or np.any(buf[np.maximum(open_, 0)] != ord('"')):
+        return None
+    fp = _fingerprint(buf, open_ + 1, close - open_ - 1)
     key_index = order[np.minimum(np.searchsorted(sorted_fp, fp[0]), len(order) - 1)]
     if not all(np.array_equal(k[key_index], f) for k, f in zip(key_fp, fp, strict=True)):
         return None
@@ -1077,25 +1113,62 @@ def _float_token_cells(
     return rows, key_index.astype(np.int64)
 
 
+_WHITESPACE = np.zeros(256, dtype=np.bool_)
+_WHITESPACE[list(b" \t\r")] = True
+_NOT_QUOTE = np.ones(256, dtype=np.bool_)
+_NOT_QUOTE[ord('"')] = False
+
+
+def _look_back(
+    buf: npt.NDArray[np.uint8], pos: npt.NDArray[np.int64], skip: npt.NDArray[np.bool_],
+    width: int = _MAX_TOKEN,
+) -> npt.NDArray[np.int64] | None:
+    """For each position, the nearest position before it whose byte ``skip`` does not
+    hold (-1 past the start), looking at most ``width`` bytes back; None if one is
+    further."""
+    at = pos[:, None] - np.arange(1, width + 1, dtype=np.int64)
+    stop = ~skip[buf[np.maximum(at, 0)]] | (at < 0)
+    first = stop.argmax(axis=1)
+    if not stop[np.arange(len(pos)), first].all():
+        return None
+    return np.asarray(pos - 1 - first, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _key_table(
+    keys: tuple[str, ...],
+) -> tuple[tuple[npt.NDArray[np.uint64], ...], npt.NDArray[np.intp], npt.NDArray[np.uint64],
+           int] | None:
+    """The fingerprints of ``keys`` (see :func:`_fingerprint`), the order that sorts them,
+    the sorted hashes and the longest key's byte length; None if two hashes coincide."""
+    table = [key.encode("utf-8") for key in keys]
+    data = np.frombuffer(b"".join(table) or b"\0", dtype=np.uint8)
+    size = np.array([len(k) for k in table], dtype=np.int64)
+    lo = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+    fp = _fingerprint(data, lo, size)
+    order = np.argsort(fp[0], kind="stable")
+    sorted_fp = fp[0][order]
+    if np.any(sorted_fp[1:] == sorted_fp[:-1]):
+        return None
+    return fp, order, sorted_fp, int(size.max(initial=0))
+
+
 def _fingerprint(
     data: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], size: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.uint64], ...]:
     """(hash, size, first 8 bytes, last 8 bytes) of the byte strings ``data[lo:lo+size]``,
-    the bytes packed into one uint64 each."""
-    first = np.zeros(lo.size, dtype=np.uint64)
-    last = np.zeros(lo.size, dtype=np.uint64)
+    the bytes packed into one uint64 each (zeros past a shorter string)."""
+    j = np.arange(8, dtype=np.int64)
+    inside = j < size[:, None]
     top = len(data) - 1
-    for j in range(8):
-        ok = j < size
-        shift = np.uint64(8 * j)
-        head = data[np.minimum(np.where(ok, lo + j, 0), top)].astype(np.uint64)
-        tail = data[np.minimum(np.where(ok, lo + size - 1 - j, 0), top)].astype(np.uint64)
-        first |= np.where(ok, head, np.uint64(0)) << shift
-        last |= np.where(ok, tail, np.uint64(0)) << shift
+    head = np.where(inside, data[np.clip(lo[:, None] + j, 0, top)], 0).astype(np.uint8)
+    tail = np.where(inside, data[np.clip(lo[:, None] + size[:, None] - 1 - j, 0, top)], 0)
+    first = np.ascontiguousarray(head).view("<u8").ravel()
+    last = np.ascontiguousarray(tail.astype(np.uint8)).view("<u8").ravel()
     sizes = size.astype(np.uint64)
     with np.errstate(over="ignore"):
         mixed = first * np.uint64(0x9E3779B97F4A7C15) + last * np.uint64(0xC2B2AE3D27D4EB4F)
-    return mixed + sizes, sizes, first, last
+    return np.asarray(mixed + sizes, dtype=np.uint64), sizes, first, last
 
 
 def _raise_message(problems: list[Problem]) -> str:

@@ -541,6 +541,29 @@ print(int(rss() - before))
     assert growth_mb < 4.5 * size / 1e6, growth_mb  # was ~200 MB; json.loads: ~60 MB
 
 
+@pytest.mark.parametrize("late", ["late", "a.b", "^z$"])
+def test_keys_past_the_sample_are_read_by_polars_too(late):
+    # Keys first seen after the sampled lines: json reads only the lines that have them,
+    # and polars reads just their columns; a duplicate or null value there is refused.
+    rows = [f'{{"a": {i % 3}, "b": {i % 7}.5}}' for i in range(2500)]
+    rows += [f'{{"a": 1.0, "{late}": {i}.0, "k{i % 40}": {i}}}' for i in range(600)]
+    text = "\n".join(rows) + "\n"
+    fast = _parse_fast("t", text.encode(), dense_cells=10**7)
+    assert fast is not None and late in fast.values and "k39" in fast.values
+    _same_as_exact(text)  # without dense_cells: the frame's keys are the same
+    slow, _ = _parse_slow("t", text.encode())
+    for key in slow.values:
+        assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
+        assert fast.values[key].tolist() == slow.values[key].tolist(), key
+    for bad in ('{"a": 1, "late2": 2, "late2": 3}', '{"a": 1, "late2": null}'):
+        assert _parse_fast("t", (text + bad + "\n").encode(), dense_cells=10**7) is None
+
+
+def test_one_key_per_line_stays_on_the_exact_path():
+    text = "".join(f'{{"key_{i}": 1}}\n' for i in range(5000))
+    assert _parse_fast("t", text.encode(), dense_cells=10**6) is None
+
+
 def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
     from metrickit import rewards as R
 
