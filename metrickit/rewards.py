@@ -1087,12 +1087,12 @@ def _float_token_cells(
     empty = np.zeros(0, dtype=np.int64)
     if marked.size == 0:
         return empty, empty
-    pos = np.unique(marked)
     # the first byte before each marked one that is not part of a number or whitespace
-    back = _look_back(buf, pos, _NUMBER_BYTES)
+    # (a token marked twice, as "1.0e5" is, gives its cell twice: harmless)
+    back = _look_back(buf, marked, _NUMBER_BYTES)
     if back is None:
         return None
-    colon = np.unique(back[buf[np.maximum(back, 0)] == ord(":")])
+    colon = back[buf[np.maximum(back, 0)] == ord(":")]
     if colon.size == 0:
         return empty, empty
     close = _look_back(buf, colon, _WHITESPACE)  # the key's closing quote
@@ -1126,12 +1126,19 @@ def _look_back(
     """For each position, the nearest position before it whose byte ``skip`` does not
     hold (-1 past the start), looking at most ``width`` bytes back; None if one is
     further."""
-    at = pos[:, None] - np.arange(1, width + 1, dtype=np.int64)
-    stop = ~skip[buf[np.maximum(at, 0)]] | (at < 0)
-    first = stop.argmax(axis=1)
-    if not stop[np.arange(len(pos)), first].all():
-        return None
-    return np.asarray(pos - 1 - first, dtype=np.int64)
+    out = np.empty(len(pos), dtype=np.int64)
+    todo = np.arange(len(pos))
+    # most tokens and keys are short: a narrow window first, the full one for the rest
+    for look in sorted({min(width, 12), width}):
+        at = pos[todo, None] - np.arange(1, look + 1, dtype=np.int64)
+        stop = ~skip[buf[np.maximum(at, 0)]] | (at < 0)
+        first = stop.argmax(axis=1)
+        found = stop[np.arange(len(todo)), first]
+        out[todo[found]] = pos[todo[found]] - 1 - first[found]
+        todo = todo[~found]
+        if not todo.size:
+            return out
+    return None
 
 
 @functools.lru_cache(maxsize=64)
