@@ -87,6 +87,8 @@ BLOCK_BYTES = 4 << 20
 MAX_FILLED_CELLS = 20_000_000
 # A block parsed into dense columns holds at most this many cells, or 4x its own cells.
 _DENSE_BLOCK_CELLS = 1 << 20
+# ... or, for the frame readers, MAX_FILLED_CELLS when it has at most this many keys.
+_DENSE_KEYS = 1000
 # Lines longer than this take the exact path (json.loads holds a line as text and values,
 # about twice the line; polars' reader needs several times that) and are not copied there.
 _LONG_LINE = 1 << 20
@@ -838,8 +840,13 @@ def _parse_fast(
     # Dense columns only when the block is about as dense as its cells: a block whose keys
     # are sparse (one distinct key per line, say) keeps its cells in the exact path instead
     # of a rows x keys frame.
-    dense_limit = max(_DENSE_BLOCK_CELLS, 4 * colons, dense_cells)
-    if n * len(keys) > dense_limit:
+    def too_sparse(key_count: int) -> bool:
+        # dense_cells only for a frame's worth of columns: many more keys than that are
+        # keys that change from line to line, which the exact path keeps as cells
+        wide = dense_cells if key_count <= _DENSE_KEYS else 0
+        return n * key_count > max(_DENSE_BLOCK_CELLS, 4 * colons, wide)
+
+    if too_sparse(len(keys)):
         return None
 
     def read(columns: list[str], dtype: Any, ignore_errors: bool = False) -> pl.DataFrame:
@@ -857,7 +864,7 @@ def _parse_fast(
             # that change from line to line: the exact path keeps such a block sparse).
             unseen = _unseen_keys(buf, starts, ends, frame, n // 4 + 1000)
             new = sorted(unseen.difference(keys)) if unseen is not None else []
-            if not new or n * (len(keys) + len(new)) > dense_limit:
+            if not new or too_sparse(len(keys) + len(new)):
                 return None
             more = read(new, pl.Float64)  # only the new columns: the others are read
             if more.height != frame.height or cells(frame) + cells(more) != colons:
