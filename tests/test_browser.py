@@ -1,6 +1,9 @@
-"""End to end in a real browser: JupyterLab + Chromium run the tuning notebook.
+"""End to end in a real browser: JupyterLab + Chromium run the notebooks.
 
-Starts JupyterLab on 127.0.0.1 with a token, opens notebooks/03_tune_reward_spec.ipynb with
+Every notebook is opened from JupyterLab's file browser and run (no error output allowed);
+then the tuning notebook is driven with the keyboard.
+Starts JupyterLab on 127.0.0.1 with a token on a copy of notebooks/, opens
+notebooks/03_tune_reward_spec.ipynb with
 Playwright in Debian's Chromium, runs every cell, moves the speed-weight slider with the
 keyboard and checks that the ranking in the page changed. Screenshots go to
 ``test-output/browser/``. Marked ``browser``: skip it locally with ``-m "not browser"``;
@@ -60,13 +63,17 @@ def jupyter(tmp_path):
     env.pop("MPLBACKEND", None)  # inline plots must render in the kernel
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "jupyter-config")
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "jupyter-runtime")
+    # JupyterLab autosaves open notebooks, outputs included: it works on a copy, never on
+    # the repository's files (and a copied notebooks/ folder has no data/ beside it).
+    lab_root = tmp_path / "lab"
+    shutil.copytree(ROOT / "notebooks", lab_root / "notebooks")
     log = open(tmp_path / "jupyter.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
          f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
-         f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True",
+         f"--ServerApp.root_dir={lab_root}", "--LabApp.expose_app_in_browser=True",
          "--ServerApp.open_browser=False"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=lab_root, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -174,3 +181,69 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
         finally:
             browser.close()
     shutil.copy(OUT / "tuner-after.png", OUT / "tuner.png")
+
+
+_NOTEBOOK_STATE = """() => {
+  const nb = window.jupyterapp.shell.currentWidget;
+  if (!nb || !nb.content || !nb.content.model || !nb.sessionContext.session) return null;
+  const kernel = nb.sessionContext.session.kernel;
+  const cells = nb.content.model.cells;
+  const errors = [];
+  let pending = 0;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    if (cell.executionCount === null) pending++;
+    for (const out of cell.outputs.toJSON()) {
+      if (out.output_type === 'error') errors.push(out.ename + ': ' + out.evalue);
+    }
+  }
+  return {status: kernel ? kernel.status : 'none', pending: pending, errors: errors};
+}"""
+
+
+@pytest.mark.timeout(900)
+def test_every_notebook_runs_when_opened_from_the_file_browser(jupyter):
+    # As a user does: JupyterLab's file browser on notebooks/, double-click, run all. The
+    # kernel's working directory is notebooks/, so a repo-relative path would fail here.
+    from playwright.sync_api import sync_playwright
+
+    base, token = jupyter
+    OUT.mkdir(parents=True, exist_ok=True)
+    names = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    assert len(names) >= 4
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{base}/lab/tree/notebooks?token={token}", timeout=120_000)
+            for name in names:
+                item = page.locator(".jp-DirListing-item", has_text=name)
+                item.wait_for(state="visible", timeout=60_000)
+                item.dblclick()
+                page.wait_for_function(
+                    "(name) => { const w = window.jupyterapp.shell.currentWidget;"
+                    " return w && w.context && w.context.path.endsWith(name)"
+                    " && w.sessionContext.session && w.sessionContext.session.kernel"
+                    " && w.sessionContext.session.kernel.connectionStatus === 'connected'; }",
+                    arg=name, timeout=120_000,
+                )
+                # Not awaited in the page: the command's promise settles only when all ran.
+                page.evaluate(
+                    "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+                )
+                page.wait_for_function(
+                    f"() => {{ const s = ({_NOTEBOOK_STATE})();"
+                    " return s && s.status === 'idle' && s.pending === 0; }",
+                    timeout=240_000,
+                )
+                state = page.evaluate(f"({_NOTEBOOK_STATE})()")
+                page.screenshot(path=str(OUT / f"{name}.png"), full_page=False)
+                assert state["errors"] == [], (name, state["errors"])
+                # The next double-click opens the next notebook in a new tab; the fixture
+                # shuts every kernel down at the end.
+        except Exception:
+            page.screenshot(path=str(OUT / "failure-notebooks.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
