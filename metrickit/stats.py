@@ -1068,7 +1068,21 @@ def group_codes(labels: Any, by: str) -> tuple[np.ndarray, Any]:
     (a row would otherwise vanish from every mean and plot)."""
     import pandas as pd
 
-    codes, groups = pd.factorize(pd.Series(labels, dtype=object), sort=True)
+    values = pd.Series(labels, dtype=object)
+    if values.map(lambda v: isinstance(v, bool | np.bool_)).any():
+        # True == 1 in Python, so a plain factorize would merge candidates True and 1.
+        codes, keys = pd.factorize(
+            values.map(lambda v: ("bool", bool(v)) if isinstance(v, bool | np.bool_) else v),
+            sort=False,
+        )
+        order = np.argsort([str(k) for k in keys], kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        first = [values.iloc[int(np.argmax(codes == i))] for i in range(len(keys))]
+        codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)])
+        groups = pd.Index([first[i] for i in order], dtype=object)
+    else:
+        codes, groups = pd.factorize(values, sort=True)
     if (codes < 0).any():
         row = int(np.argmax(codes < 0))
         raise MetrickitError(

@@ -130,6 +130,11 @@ class SpecTuner:
                 f"tune_spec: column {missing[0]!r} is not in the frame; columns are "
                 f"{list(nf.columns)} (pass by=, accuracy=, latency=, cost=)"
             )
+        if len(nf) == 0:
+            raise MetrickitError(
+                "tune_spec: the frame has no rows; it needs one row per case with a "
+                f"{by!r} column and the accuracy, latency and cost columns"
+            )
         self.frame = frame
         self.by, self.columns = by, (accuracy, latency, cost)
         labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)

@@ -150,3 +150,22 @@ def test_slider_events_are_debounced_inside_an_event_loop(cases, capsys):
     assert during == 0  # nothing recomputed while the events kept coming
     assert after == 1  # one update once they stopped, with the last value
     assert speed == "1.0"
+
+
+def test_empty_table_and_bool_candidates_are_handled():
+    import pandas as pd
+
+    from metrickit.errors import MetrickitError
+
+    empty = pd.DataFrame({"candidate": [], "accuracy": [], "latency_ms": [], "cost_usd": []})
+    with pytest.raises(MetrickitError, match="no rows"):
+        mk.widgets.tune_spec(empty)
+    # True == 1 in Python; they are still two candidates, not one merged row.
+    cases = pd.DataFrame({
+        "candidate": [True, 1, True, 1],
+        "accuracy": [1.0, 0.0, 1.0, 0.0],
+        "latency_ms": [100.0, 100.0, 100.0, 100.0],
+        "cost_usd": [0.001] * 4,
+    })
+    tuner = mk.widgets.tune_spec(cases)
+    assert len(tuner.ranking) == 2 and tuner.ranking["n"].tolist() == [2, 2]
