@@ -27,14 +27,24 @@ from _bench import row, run_child
 KINDS = ("json.loads loop", "read_rewards (pandas)", "read_rewards (polars)", "aggregate(path)")
 
 
-def write_string_line(path: Path, size: int) -> None:
+def _write_line(path: Path, head: str, fill: str, size: int, tail: str) -> None:
+    # in 1 MB pieces: the children inherit this process's peak RSS (ru_maxrss), so a parent
+    # that held the whole line would hide every child's growth below it
     with path.open("w") as fh:
-        fh.write('{"a": "' + "x" * (size - 10) + '"}\n')
+        fh.write(head)
+        left = size - 10
+        while left > 0:
+            fh.write(fill * min(left, 1 << 20))
+            left -= 1 << 20
+        fh.write(tail)
+
+
+def write_string_line(path: Path, size: int) -> None:
+    _write_line(path, '{"a": "', "x", size, '"}\n')
 
 
 def write_number_line(path: Path, size: int) -> None:
-    with path.open("w") as fh:
-        fh.write('{"a": 0.' + "1" * (size - 10) + "}\n")
+    _write_line(path, '{"a": 0.', "1", size, "}\n")
 
 
 def write_keys_line(path: Path, size: int) -> None:
