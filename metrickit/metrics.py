@@ -705,8 +705,8 @@ def compare_metrics(
     import pandas as pd
     from scipy.stats import kendalltau
 
-    from metrickit.ranking import MeanDraws, best_group, task_codes
-    from metrickit.stats import StatsError
+    from metrickit.ranking import MeanDraws, best_group
+    from metrickit.stats import StatsError, task_codes
 
     if ci not in CI_METHODS:
         raise StatsError(f"ci={ci!r}; expected one of {', '.join(map(repr, CI_METHODS))}")

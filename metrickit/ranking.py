@@ -23,12 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.stats import (
-    TASK_COLUMNS,
-    StatsError,
-    group_codes,
-    grouped_intervals,
-)
+from metrickit.stats import group_codes, grouped_intervals, task_codes
 
 __all__ = [
     "MeanDraws",
@@ -39,30 +34,11 @@ __all__ = [
     "pairwise_tests",
     "pareto_probability",
     "rank_intervals",
-    "task_codes",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 
-def task_codes(frame: Any, cluster: str | None = "auto") -> tuple[IntArray | None, str | None]:
-    """Integer codes of the task column (``"auto"``: the first of ``TASK_COLUMNS`` the frame
-    has), or ``(None, None)`` when there is none or ``cluster`` is None."""
-    import narwhals as nw
-    import pandas as pd
-
-    if cluster is None:
-        return None, None
-    nf = nw.from_native(frame, eager_only=True)
-    if cluster == "auto":
-        cluster = next((c for c in TASK_COLUMNS if c in nf.columns), None)
-        if cluster is None:
-            return None, None
-    elif cluster not in nf.columns:
-        raise StatsError(f"cluster={cluster!r} is not a column; columns are {list(nf.columns)}")
-    labels = pd.Series(nf.get_column(cluster).to_list(), dtype=object)
-    codes = pd.factorize(labels, use_na_sentinel=False)[0]
-    return codes.astype(np.intp), cluster
 
 
 class MeanDraws:
@@ -408,7 +384,6 @@ def candidate_table(
     front: dict[str, FloatArray] = {}
     for column in columns:
         x = nf.get_column(column).cast(nw.Float64).to_numpy()
-        x = np.where(np.isnan(x), np.nan, x)
         gi = grouped_intervals(codes, n_groups, x, clusters=units, confidence=confidence)
         out[column] = gi.mean
         out[f"{column}_low"] = gi.low

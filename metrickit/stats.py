@@ -56,6 +56,7 @@ __all__ = [
     "min_detectable_difference",
     "paired_difference",
     "paired_t",
+    "task_codes",
     "tasks_needed",
 ]
 
@@ -1092,20 +1093,30 @@ def group_codes(labels: Any, by: str) -> tuple[np.ndarray, Any]:
     return codes, groups
 
 
-def _cluster_column(df: Any, cluster: str | None) -> str | None:
-    """The task column to cluster by: ``cluster`` itself, or with ``"auto"`` the first of
-    the usual task columns the frame has."""
-    if cluster is None:
-        return None
-    if cluster != "auto":
-        if cluster not in df.columns:
-            raise StatsError(f"cluster={cluster!r} is not a column; columns are {list(df.columns)}")
-        return cluster
-    return next((c for c in TASK_COLUMNS if c in df.columns), None)
-
-
 # Columns that name the task (the sampling unit) in the tables metrickit reads.
 TASK_COLUMNS = ("task_name", "task", "case_id", "sample_id", "doc_id")
+
+
+def task_codes(
+    frame: Any, cluster: str | None = "auto"
+) -> tuple[npt.NDArray[np.intp] | None, str | None]:
+    """Integer codes of the task column (``"auto"``: the first of ``TASK_COLUMNS`` the frame
+    has), or ``(None, None)`` when there is none or ``cluster`` is None."""
+    import narwhals as nw
+    import pandas as pd
+
+    if cluster is None:
+        return None, None
+    nf = nw.from_native(frame, eager_only=True)
+    if cluster == "auto":
+        cluster = next((c for c in TASK_COLUMNS if c in nf.columns), None)
+        if cluster is None:
+            return None, None
+    elif cluster not in nf.columns:
+        raise StatsError(f"cluster={cluster!r} is not a column; columns are {list(nf.columns)}")
+    labels = pd.Series(nf.get_column(cluster).to_list(), dtype=object)
+    codes = pd.factorize(labels, use_na_sentinel=False)[0]
+    return codes.astype(np.intp), cluster
 
 
 def breakdown(
@@ -1171,7 +1182,6 @@ def breakdown(
         running_mask = running_mask[~unknown]
     df, _ = _finished(df_all)
     column = _value_column(df, value)
-    task_col = _cluster_column(df_all, cluster)
     keys_all = pd.Series(
         list(zip(*(df_all[c].tolist() for c in by_cols), strict=True)), dtype=object
     )
@@ -1179,14 +1189,10 @@ def breakdown(
     done = ~running_mask
     x = pd.to_numeric(df_all[column]).to_numpy(dtype=np.float64, na_value=np.nan)
     x = np.where(done, x, np.nan)
-    task_codes = (
-        pd.factorize(df_all[task_col].astype(object), use_na_sentinel=False)[0]
-        if task_col is not None
-        else None
-    )
+    units, _ = task_codes(df_all, cluster)
     n_groups = len(uniques)
     if method == "auto":
-        gi = grouped_intervals(codes, n_groups, x, clusters=task_codes, confidence=confidence)
+        gi = grouped_intervals(codes, n_groups, x, clusters=units, confidence=confidence)
         stats_cols: dict[str, Any] = {
             "mean": gi.mean, "se": gi.se, "ci_low": gi.low, "ci_high": gi.high,
             "method": gi.method, "note": gi.note,
@@ -1198,7 +1204,7 @@ def breakdown(
             if not rows.any():
                 cis.append(Interval(math.nan, math.nan, math.nan, math.nan, 0, "none", 0.95))
                 continue
-            clusters = task_codes[rows] if task_codes is not None else None
+            clusters = units[rows] if units is not None else None
             cis.append(mean_ci(x[rows], method=method, confidence=confidence,
                                clusters=clusters, seed=seed))
         stats_cols = {
@@ -1207,8 +1213,8 @@ def breakdown(
             "method": [c.method for c in cis], "note": [c.note for c in cis],
         }
     n_done = np.bincount(codes, weights=done, minlength=n_groups).astype(int)
-    if task_codes is not None:
-        pairs = pd.DataFrame({"g": codes[done], "t": task_codes[done]}).drop_duplicates()
+    if units is not None:
+        pairs = pd.DataFrame({"g": codes[done], "t": units[done]}).drop_duplicates()
         n_tasks = np.bincount(pairs["g"].to_numpy(), minlength=n_groups)
     else:
         n_tasks = n_done

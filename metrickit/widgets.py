@@ -24,9 +24,9 @@ import numpy as np
 
 from metrickit.errors import MetrickitError
 from metrickit.plots import grouped_mean_se
-from metrickit.ranking import MeanDraws, best_group, task_codes
+from metrickit.ranking import MeanDraws, best_group
 from metrickit.spec import RewardSpec
-from metrickit.stats import group_codes, grouped_intervals
+from metrickit.stats import group_codes, grouped_intervals, task_codes
 
 __all__ = ["SpecTuner", "tune_spec"]
 
