@@ -1,0 +1,1 @@
+"""Readers: files and folders into reward frames and trial tables."""
