@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrickit.ranking import MeanDraws, best_group
-from metrickit.stats import grouped_intervals, min_detectable_difference, paired_t
+from metrickit.compute.ranking import MeanDraws, best_group
+from metrickit.compute.stats import grouped_intervals, min_detectable_difference, paired_t
 
 
 @dataclass(frozen=True)

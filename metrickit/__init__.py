@@ -4,7 +4,7 @@ The public names are listed once, in ``metrickit/__init__.pyi``: type checkers r
 imports, and this module reads the same imports to load each name on first use
 (PEP 562) and to build ``__all__``. So ``import metrickit`` imports no numpy, pandas,
 polars or matplotlib, and a process that needs one module (the CLI) imports only that
-module's dependencies. Submodules (``metrickit.plots``, ``metrickit.widgets``) load on
+module's dependencies. Submodules (``metrickit.report.plots``, ``metrickit.widgets``) load on
 first use too.
 """
 
@@ -14,8 +14,9 @@ import importlib
 
 __version__ = "0.1.0"
 
+_PACKAGES = {"compute", "io", "report", "scoring"}
 _exports: dict[str, str] = {}  # public name -> the module that defines it, from the stub
-_submodules: list[str] = []  # the stub's `from metrickit import <submodule> as <submodule>`
+_submodules: dict[str, str] = {}  # submodules the stub names (mk.plots) -> their full name
 
 
 def _public() -> dict[str, str]:
@@ -33,10 +34,15 @@ def _public() -> dict[str, str]:
         for node in tree.body:
             if not isinstance(node, ast.ImportFrom) or not node.module:
                 continue
-            if node.module == __name__:
-                _submodules.extend(alias.name for alias in node.names)
-            else:
-                _exports.update((alias.name, node.module) for alias in node.names)
+            package = node.module == __name__ or (
+                node.module.count(".") == 1
+                and os.path.isdir(os.path.join(os.path.dirname(__file__), node.module[10:]))
+            )
+            for alias in node.names:
+                if package:  # `from metrickit.report import plots as plots`: a submodule
+                    _submodules[alias.name] = f"{node.module}.{alias.name}"
+                else:
+                    _exports[alias.name] = node.module
     return _exports
 
 
@@ -44,20 +50,16 @@ def __getattr__(name: str) -> object:
     if name == "__all__":
         return sorted([*_public(), "__version__"])
     module = _public().get(name)
+    if name in _submodules or name in _PACKAGES:
+        value = importlib.import_module(_submodules.get(name, f"{__name__}.{name}"))
+        globals()[name] = value
+        return value
     if module is not None:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later lookups skip this function
         return value
-    # Submodules (mk.plots, mk.widgets, mk.scorers, ...): no matplotlib or ipywidgets
-    # import time unless they are used.
-    if not name.startswith("__"):
-        try:
-            return importlib.import_module(f"metrickit.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"metrickit.{name}":
-                raise  # the submodule exists but needs something that is not installed
     raise AttributeError(f"module 'metrickit' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_public()) | set(_submodules))
+    return sorted(set(globals()) | set(_public()) | set(_submodules) | _PACKAGES)

@@ -6,15 +6,19 @@
 # Submodules reached as attributes (mk.plots.tradeoff, ...); they load on first use too.
 from metrickit import (
     examples as examples,
-    plots as plots,
-    ranking as ranking,
-    stats as stats,
     widgets as widgets,
 )
-from metrickit._aggregate import (
+from metrickit.compute import (
+    ranking as ranking,
+    stats as stats,
+)
+from metrickit.report import (
+    plots as plots,
+)
+from metrickit.compute.aggregate import (
     aggregate as aggregate,
 )
-from metrickit._current import (
+from metrickit.scoring.current import (
     observation as observation,
     service_cost as service_cost,
 )
@@ -34,12 +38,12 @@ from metrickit.errors import (
     SpecError as SpecError,
     StatsError as StatsError,
 )
-from metrickit.harbor import (
+from metrickit.io.harbor import (
     job_metrics as job_metrics,
     read_harbor_job as read_harbor_job,
     summarize_job as summarize_job,
 )
-from metrickit.metrics import (
+from metrickit.compute.metrics import (
     Comparison as Comparison,
     Metric as Metric,
     compare_metrics as compare_metrics,
@@ -50,20 +54,20 @@ from metrickit.metrics import (
     quantile as quantile,
     weighted as weighted,
 )
-from metrickit.passk import (
+from metrickit.compute.passk import (
     PassAtK as PassAtK,
     pass_at_k as pass_at_k,
 )
-from metrickit.rewards import (
+from metrickit.io.rewards import (
     filled_mask as filled_mask,
     kind_column as kind_column,
     read_rewards as read_rewards,
     reward_keys as reward_keys,
 )
-from metrickit.scan import (
+from metrickit.io.scan import (
     scan_rewards as scan_rewards,
 )
-from metrickit.scorers import (
+from metrickit.scoring.scorers import (
     CaseCheck as CaseCheck,
     ContractReport as ContractReport,
     as_dspy_metric as as_dspy_metric,
@@ -74,16 +78,16 @@ from metrickit.scorers import (
     score_summary as score_summary,
     set_judge as set_judge,
 )
-from metrickit.scripts import (
+from metrickit.scoring.metric_scripts import (
     run_metric_script as run_metric_script,
     script_metric as script_metric,
     write_metric_script as write_metric_script,
 )
-from metrickit.spec import (
+from metrickit.scoring.spec import (
     RewardSpec as RewardSpec,
     reward as reward,
 )
-from metrickit.stats import (
+from metrickit.compute.stats import (
     Interval as Interval,
     RunComparison as RunComparison,
     bootstrap_ci as bootstrap_ci,

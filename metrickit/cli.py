@@ -31,7 +31,7 @@ def _command(name: str) -> Callable[[Command], Command]:
 
 @_command("aggregate")
 def _aggregate(args: argparse.Namespace) -> int:
-    from metrickit._aggregate import aggregate
+    from metrickit.compute.aggregate import aggregate
 
     # Straight from the file, no frame: Harbor's answer for any valid input (keys named like
     # metadata columns too), in memory that grows with the data.
@@ -43,7 +43,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 @_command("summarize")
 def _summarize(args: argparse.Namespace) -> int:
-    from metrickit.summary import summarize_path
+    from metrickit.report.summary import summarize_path
 
     print(summarize_path(args.path))
     return 0
@@ -52,7 +52,7 @@ def _summarize(args: argparse.Namespace) -> int:
 @_command("new-metric")
 def _new_metric(args: argparse.Namespace) -> int:
     from metrickit.errors import MetricError
-    from metrickit.scripts import write_metric_script
+    from metrickit.scoring.metric_scripts import write_metric_script
 
     weights = None
     if args.weights:
@@ -112,7 +112,7 @@ def _load_function(spec: str) -> Callable[..., object]:
 
 @_command("check-scorer")
 def _check_scorer(args: argparse.Namespace) -> int:
-    from metrickit.scorers import check_scorer
+    from metrickit.scoring.scorers import check_scorer
 
     report = check_scorer(args.scorer, args.cases, n=args.n, timeout=args.timeout)
     print(report)

@@ -85,11 +85,11 @@ def load(name: str, *, backend: Literal["pandas", "polars"] = "pandas") -> Any:
         raise FileNotFoundError(f"no example data set {name!r}; expected one of {names()}")
     target = path(name)
     if name == "harbor_jobs":
-        from metrickit.harbor import read_harbor_job
+        from metrickit.io.harbor import read_harbor_job
 
         return read_harbor_job(target, backend=backend)
     if target.is_dir() or name in ("sample_3000", "single_dim", "multi_dim", "missing_dims"):
-        from metrickit.rewards import read_rewards
+        from metrickit.io.rewards import read_rewards
 
         source = str(target / "*.jsonl") if target.is_dir() else target
         return read_rewards(source, backend=backend)

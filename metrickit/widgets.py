@@ -7,7 +7,7 @@ the composite reward of every case with the spec's own vectorised scoring
 the candidates, redraws the plots and shows the ``REWARD_SPEC`` literal to paste into a
 ``metric.py``.
 
-The plotting is :mod:`metrickit.plots`; this module only wires widgets to it.
+The plotting is :mod:`metrickit.report.plots`; this module only wires widgets to it.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import MetrickitError
-from metrickit.plots import grouped_mean_se
-from metrickit.ranking import MeanDraws, best_group
-from metrickit.spec import RewardSpec
-from metrickit.stats import group_codes, grouped_intervals, task_codes
+from metrickit.report.plots import grouped_mean_se
+from metrickit.compute.ranking import MeanDraws, best_group
+from metrickit.scoring.spec import RewardSpec
+from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 
 __all__ = ["SpecTuner", "tune_spec"]
 
@@ -463,7 +463,7 @@ class SpecTuner:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
-        from metrickit import plots
+        from metrickit.report import plots
 
         height = max(3.8, 0.2 * len(self.groups) + 1.6)
         if self._ipympl:

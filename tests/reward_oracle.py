@@ -1,7 +1,7 @@
 """An independent oracle for Harbor reward JSONL, for the fuzz and corpus tests.
 
 Written from the contract in docs/contracts.md (section 1) with nothing but ``json.loads`` per line,
-so that it shares no code with :mod:`metrickit.rewards`: a line is a JSON object of named
+so that it shares no code with :mod:`metrickit.io.rewards`: a line is a JSON object of named
 numbers, ``{}`` or ``null``; blank lines are not rows; a value is a JSON int (|x| <= 2**53),
 a finite float or a bool; each key once; no NaN/Infinity tokens; UTF-8 text; a BOM only
 at the start of the file.

@@ -143,7 +143,7 @@ def test_clearly_better_candidate_ranks_one_to_one_and_identical_ones_tie():
 
 def test_independent_and_general_covariance_agree():
     # Rows as units: the shortcut (per-group blocks) equals the general clustered formula.
-    from metrickit.ranking import MeanDraws
+    from metrickit.compute.ranking import MeanDraws
 
     rng = np.random.default_rng(0)
     groups = rng.integers(0, 4, 300)

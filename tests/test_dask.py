@@ -80,7 +80,7 @@ def test_dask_frame_equals_pandas(client, files) -> None:
 
 
 def test_large_files_are_split_at_line_boundaries(client, files) -> None:
-    from metrickit._dask import read_rewards_dask
+    from metrickit.io.dask import read_rewards_dask
 
     ddf = read_rewards_dask(files, block_bytes=1000)
     assert ddf.npartitions > 3 * len(files)
@@ -119,7 +119,7 @@ def test_compare_metrics_on_dask_equals_pandas(client, files) -> None:
 
 
 def test_dask_errors_name_file_and_line(client, tmp_path) -> None:
-    from metrickit._dask import read_rewards_dask
+    from metrickit.io.dask import read_rewards_dask
 
     good = tmp_path / "good.jsonl"
     good.write_text('{"a": 1}\n' * 300)

@@ -25,9 +25,9 @@ def test_every_error_is_a_metrickit_error_and_every_warning_a_metrickit_warning(
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("metrickit.stats", "StatsError"),
-        ("metrickit.passk", "PassAtKSkipped"),
-        ("metrickit.scorers", "UncopiedInputWarning"),
+        ("metrickit.compute.stats", "StatsError"),
+        ("metrickit.compute.passk", "PassAtKSkipped"),
+        ("metrickit.scoring.scorers", "UncopiedInputWarning"),
     ],
 )
 def test_old_import_paths_give_the_same_class(module, name):

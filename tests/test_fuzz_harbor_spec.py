@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import metrickit as mk
 from metrickit.errors import HarborJobError, SpecError
-from metrickit.spec import PARTS, SHAPES
+from metrickit.scoring.spec import PARTS, SHAPES
 
 JOB = Path(__file__).resolve().parent.parent / "data" / "harbor_jobs" / "2025-06-02__10-00-00"
 TRIAL = sorted(p for p in JOB.iterdir() if p.is_dir())[0]

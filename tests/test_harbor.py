@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import metrickit as mk
 from metrickit.cli import main
 from metrickit.errors import HarborJobError
-from metrickit.harbor import job_metrics, read_job_result
+from metrickit.io.harbor import job_metrics, read_job_result
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = ROOT / "data" / "harbor_jobs"
@@ -437,7 +437,7 @@ def test_field_errors_name_the_line_of_the_field(tmp_path):
 
 
 def test_field_lines_are_never_guessed():
-    from metrickit._trials import _field_line, _key_line
+    from metrickit.io.harbor_trials import _field_line, _key_line
 
     raw = b'{\n "step_results": [\n  {},\n  5\n ],\n "a": {"my\\"n_tokens": 1},\n "x": 2\n}'
     assert _field_line(raw, "field 'step_results[1]' is 5; expected an object") == 0

@@ -14,7 +14,7 @@ from harbor_reference import harbor_sum_py
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
+from metrickit._core.harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "harbor_sum_golden.json").read_text())
 
@@ -155,7 +155,7 @@ def test_proven_shortcut_equals_cpython_order(style, seed, monkeypatch):
     # shortcut must actually be taken (or it would be dead code).
     from harbor_reference import large_case
 
-    import metrickit._harbor_math as hm
+    import metrickit._core.harbor_math as hm
 
     values = large_case(100 + seed, 40_000 + 7_919 * seed, style)
     v, i = _arrays(values)
@@ -180,7 +180,7 @@ def test_settle_refuses_when_the_order_could_matter():
     # running + c sits on a rounding tie: any uncertainty in c must send it back.
     running = 1.0
     half_ulp = 2.0**-53
-    from metrickit._harbor_math import _settle
+    from metrickit._core.harbor_math import _settle
 
     assert _settle(running, half_ulp, 1e-20, 10) is None
     assert _settle(running, 0.25, 1e-30, 10) == 1.25
@@ -194,7 +194,7 @@ def test_sums_of_several_columns_on_a_pool_equal_one_by_one(pieces):
 
     from harbor_reference import large_case
 
-    from metrickit._harbor_math import harbor_sums
+    from metrickit._core.harbor_math import harbor_sums
 
     columns = [
         _arrays(large_case(7, 30_000, "rewards")),
@@ -218,7 +218,7 @@ def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
     # A metric computed inside one of aggregate's own threads must not queue work behind
     # itself (that could starve the pool): it sums in its own thread instead.
     import metrickit as mk
-    from metrickit._aggregate import _pool
+    from metrickit.compute.aggregate import _pool
 
     rows = [{"a": i % 2, "b": (i % 7) / 4, "c": 0.1} for i in range(150_000)]
     frame = mk.read_rewards(rows)
@@ -238,7 +238,7 @@ def test_int_prefix_past_a_c_long_turns_compensation_off(case):
     # plain + for the rest of the list, floats included (1,024 values of 2**53 are
     # enough). Whole arrays, the accumulator in pieces, and the reference agree
     # with Python 3.12.
-    from metrickit._harbor_math import HarborAccumulator
+    from metrickit._core.harbor_math import HarborAccumulator
 
     values = [v for v, n in case["runs"] for _ in range(n)]
     v, i = _arrays(values)
@@ -266,7 +266,7 @@ def test_more_pieces_than_items_and_a_key_that_starts_at_the_end():
 @example([2**53] * 3 + [0.5], 4)
 @settings(max_examples=300, deadline=None)
 def test_sum_in_any_number_of_pieces_equals_the_reference(values, pieces):
-    from metrickit._harbor_math import _finish, _sum_steps
+    from metrickit._core.harbor_math import _finish, _sum_steps
 
     v, i = _arrays(values)
     assert repr(_finish(_sum_steps(v, i, pieces))) == repr(harbor_sum_py(values))

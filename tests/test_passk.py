@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit.passk import PassAtKSkipped, _pass_at_k_task, harbor_k_values, pass_at_k
+from metrickit.compute.passk import PassAtKSkipped, _pass_at_k_task, harbor_k_values, pass_at_k
 
 JOB_025 = Path("data/harbor_jobs/2025-06-02__10-00-00")
 JOB_026 = Path("data/harbor_jobs/2025-06-03__14-30-00")

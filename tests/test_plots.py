@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import metrickit as mk
-from metrickit import plots
+from metrickit.report import plots
 
 
 def _comparison():

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit._harbor_math import HarborAccumulator, harbor_sum
+from metrickit._core.harbor_math import HarborAccumulator, harbor_sum
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harbor_reference import harbor_sum_py
@@ -341,7 +341,7 @@ def test_builtin_metrics_of_a_scan_equal_the_eager_ones(rewardish, chunk_bytes, 
 def test_streamed_metrics_never_collect_the_frame(rewardish, monkeypatch):
     # Per-row metrics with mean/sum/min/max go batch by batch: a collect of the whole
     # frame would fail here. (The median of quantile(0.5) needs every row: it collects.)
-    import metrickit._stream as stream
+    import metrickit.compute.stream as stream
 
     eager = mk.read_rewards(rewardish)
     streamed = _builtin_metrics()[:-1]

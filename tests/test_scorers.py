@@ -15,7 +15,7 @@ from proc_helpers import wait_gone
 
 import metrickit as mk
 from metrickit import cli
-from metrickit.scorers import read_cases, scorer_arity, validate_result
+from metrickit.scoring.scorers import read_cases, scorer_arity, validate_result
 
 SEED_SPEC = {
     "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
@@ -601,7 +601,7 @@ def test_score_cases_shows_a_progress_bar(capsys):
 
 
 def test_llm_without_a_judge_says_how_to_configure_one():
-    from metrickit.skynet import llm
+    from metrickit.scoring.skynet import llm
 
     with pytest.raises(mk.JudgeNotConfiguredError, match=r"metrickit.set_judge\(judge\)"):
         llm("Answer PASS or FAIL.", input="x")
@@ -612,7 +612,7 @@ def test_llm_without_a_judge_says_how_to_configure_one():
 
 
 def test_skynet_install_makes_the_module_importable(monkeypatch):
-    import metrickit.skynet as shim
+    import metrickit.scoring.skynet as shim
 
     monkeypatch.delitem(sys.modules, "skynet", raising=False)
     assert shim.install() is shim

@@ -13,7 +13,7 @@ from proc_helpers import wait_gone
 
 import metrickit as mk
 from metrickit.errors import MetricScriptExit, MetricScriptOutputError, MetricScriptTimeout
-from metrickit.scripts import frame_to_rows
+from metrickit.scoring.metric_scripts import frame_to_rows
 
 
 def script(tmp_path, body, name="metric.py"):
@@ -168,7 +168,7 @@ def test_script_metric_beside_builtins(data_dir):
 
 
 def test_pep723_script_runs_with_uv_like_harbor(tmp_path):
-    from metrickit.scripts import find_uv
+    from metrickit.scoring.metric_scripts import find_uv
 
     assert find_uv() is not None, "uv is a dev dependency; pip install -e '.[dev]'"
     pep723 = script(

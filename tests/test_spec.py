@@ -10,9 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit._current import measured
-from metrickit.scorers import validate_result
-from metrickit.spec import SHAPES
+from metrickit.scoring.current import measured
+from metrickit.scoring.scorers import validate_result
+from metrickit.scoring.spec import SHAPES
 
 DESIGN_SPEC = {
     "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
@@ -52,7 +52,7 @@ def test_weights_are_scaled_to_sum_to_one_and_raw_weights_kept():
 @example([0.0, 0.0, 5e-324])
 @example([1e6, 0.0, 0.0])
 def test_normalised_weights_sum_to_one(raw):
-    spec = mk.RewardSpec.from_dict({**DESIGN_SPEC, "weights": dict(zip(mk.spec.PARTS, raw,
+    spec = mk.RewardSpec.from_dict({**DESIGN_SPEC, "weights": dict(zip(mk.scoring.spec.PARTS, raw,
                                                                        strict=True))})
     assert math.isclose(sum(spec.weights.values()), 1.0, rel_tol=1e-12)
     assert all(w >= 0 for w in spec.weights.values())

@@ -1,4 +1,4 @@
-"""metrickit.stats against scipy and statsmodels on the same data."""
+"""metrickit.compute.stats against scipy and statsmodels on the same data."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 import metrickit as mk
-from metrickit.stats import (
+from metrickit.compute.stats import (
     StatsError,
     bootstrap_ci,
     breakdown,

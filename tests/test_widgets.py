@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import metrickit as mk
-from metrickit import plots
+from metrickit.report import plots
 from metrickit.widgets import tune_spec
 
 

@@ -37,7 +37,7 @@ def set_judge(judge: Judge | None) -> Judge | None:
     --------
     >>> import metrickit as mk
     >>> previous = mk.set_judge(lambda prompt, **kw: "PASS. Looks right.")
-    >>> from metrickit.skynet import llm
+    >>> from metrickit.scoring.skynet import llm
     >>> llm("Answer PASS or FAIL.", input="2 + 2 = 4")
     'PASS. Looks right.'
     >>> _ = mk.set_judge(previous)

@@ -41,7 +41,7 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
     """Rows, null/empty rows, rows missing a key, and per-key mean/min/max (zero-filled)."""
     import narwhals as nw
 
-    from metrickit._aggregate import aggregate, reward_arrays
+    from metrickit.compute.aggregate import aggregate, reward_arrays
 
     nf = nw.from_native(frame, eager_only=True)
     n = len(nf)
@@ -87,13 +87,13 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
 
 def summarize_path(path: Path) -> str:
     """Summary of a reward file (or, once supported, a Harbor job folder)."""
-    from metrickit.rewards import read_rewards
+    from metrickit.io.rewards import read_rewards
 
     path = Path(path)
     if path.is_dir():
         import importlib
 
-        harbor = importlib.import_module("metrickit.harbor")
+        harbor = importlib.import_module("metrickit.io.harbor")
         summarize_job = getattr(harbor, "summarize_job", None)
         if summarize_job is None:
             raise NotImplementedError("summarizing a Harbor job folder is not available yet")

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._harbor_math import harbor_sum
+from metrickit._core.harbor_math import harbor_sum
 from metrickit.errors import PassAtKSkipped, StatsError
-from metrickit.harbor import Policy
+from metrickit.io.harbor import Policy
 
 __all__ = ["PassAtK", "PassAtKSkipped", "harbor_k_values", "pass_at_k"]
 
@@ -167,8 +167,8 @@ def pass_at_k(
     import narwhals as nw
     import pandas as pd
 
-    from metrickit._aggregate import group_indices, reward_arrays
-    from metrickit.harbor import _rows_for_policy
+    from metrickit.compute.aggregate import group_indices, reward_arrays
+    from metrickit.io.harbor import _rows_for_policy
 
     rows = _rows_for_policy(trials, policy)
     nf = nw.from_native(rows, eager_only=True)

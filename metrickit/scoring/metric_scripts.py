@@ -33,16 +33,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit._aggregate import category_codes, group_indices, reward_arrays
-from metrickit._proc import TailReader, end_group, join_readers
+from metrickit.compute.aggregate import category_codes, group_indices, reward_arrays
+from metrickit._core.proc import TailReader, end_group, join_readers
 from metrickit.errors import (
     MetricError,
     MetricScriptExit,
     MetricScriptOutputError,
     MetricScriptTimeout,
 )
-from metrickit.metrics import Metric
-from metrickit.rewards import NULL, STATUSES, read_rewards
+from metrickit.compute.metrics import Metric
+from metrickit.io.rewards import NULL, STATUSES, read_rewards
 
 __all__ = [
     "MAX_TIMEOUT",
@@ -285,7 +285,7 @@ def run_metric_script(
 def script_metric(
     path: str | os.PathLike[str], *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT
 ) -> Metric:
-    """A :class:`~metrickit.metrics.Metric` that runs a Harbor ``metric.py``.
+    """A :class:`~metrickit.compute.metrics.Metric` that runs a Harbor ``metric.py``.
 
     Use it in :func:`~metrickit.compare_metrics` beside built-in metrics. It has no
     confidence interval (running the script thousands of times to bootstrap it would be

@@ -2,7 +2,7 @@
 
 Each file is cut into blocks of about ``block_bytes`` at line boundaries (a gzip file is
 one block), and every block becomes one partition, parsed on the workers by the same
-strict parser as the eager path (:func:`metrickit.scan.parse_piece`). A first, parallel
+strict parser as the eager path (:func:`metrickit.io.scan.parse_piece`). A first, parallel
 pass over the blocks finds the reward keys (a Dask frame needs its columns up front),
 counts each block's lines (so ``_line`` is numbered per file, as in the eager frame) and
 collects problems, which are raised with the file's own line numbers.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import Problem, RewardFileError
-from metrickit.rewards import (
+from metrickit.io.rewards import (
     KIND_PREFIX,
     KINDS,
     STATUSES,
@@ -125,7 +125,7 @@ def _read_block(block: Block) -> bytes:
 
 def _survey(block: Block) -> tuple[list[str], int, list[Problem]]:
     """Keys, newline count and problems (block-local lines) of one block."""
-    from metrickit.scan import parse_piece
+    from metrickit.io.scan import parse_piece
 
     data = _read_block(block)
     parsed, problems = parse_piece(block[0], data, first=block[1] == 0)
@@ -157,7 +157,7 @@ def _pandas_frame(parsed: Parsed, keys: list[str], sources: list[str]) -> Any:
 
 
 def _load_block(job: tuple[Block, int], keys: list[str], sources: list[str]) -> Any:
-    from metrickit.scan import parse_chunk
+    from metrickit.io.scan import parse_chunk
 
     block, offset = job
     parsed = parse_chunk(block[0], _read_block(block), offset, first=block[1] == 0)
@@ -191,7 +191,7 @@ def read_rewards_dask(source: Any, *, block_bytes: int = DEFAULT_BLOCK_BYTES) ->
 
     paths = _paths(source)
     if paths is None:
-        from metrickit.rewards import read_rewards
+        from metrickit.io.rewards import read_rewards
 
         return dd.from_pandas(read_rewards(source), npartitions=1, sort=False)
     blocks = [block for path in paths for block in _blocks(path, block_bytes)]

@@ -1,6 +1,6 @@
 """Reading one Harbor trial folder (``result.json``) into a row, with Harbor's validation.
 
-:mod:`metrickit.harbor` builds the frame from these rows; this module holds the per-trial
+:mod:`metrickit.io.harbor` builds the frame from these rows; this module holds the per-trial
 work alone and needs neither numpy nor a data-frame library.
 """
 
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metrickit._values import INVALID, NULL, _check_value
+from metrickit._core.values import INVALID, NULL, _check_value
 from metrickit.errors import HarborJobError, Problem
 
 RUNNING = 4

@@ -4,7 +4,7 @@
 :func:`metrickit.read_rewards` (``_source``, ``_line`` per file, ``_status``, one float
 column per key, ``_kind_<key>``), but reads each file in pieces of a few tens of MB cut
 at line boundaries. Every piece goes through the same strict parser as
-:func:`~metrickit.read_rewards` (:func:`metrickit.rewards.parse_bytes`), with its line
+:func:`~metrickit.read_rewards` (:func:`metrickit.io.rewards.parse_bytes`), with its line
 numbers shifted to the file's, so ``null`` lines, keys that first appear late, and bad
 values are handled exactly as in the eager path.
 
@@ -12,7 +12,7 @@ The key set of a file is only known once all of it has been read, so the frame's
 is discovered by a first streaming pass when polars first asks for it (``collect``,
 ``collect_schema``, ``collect_batches``). :func:`metrickit.aggregate` and the Harbor
 metrics do not need the schema: given the scan itself they make a single pass, carrying
-Harbor's sum state across pieces (:class:`metrickit._harbor_math.HarborAccumulator`), so
+Harbor's sum state across pieces (:class:`metrickit._core.harbor_math.HarborAccumulator`), so
 the result is bit-identical to ``aggregate(read_rewards(path))`` with memory bounded by
 the piece size.
 """
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from metrickit.errors import Problem, RewardFileError
-from metrickit.rewards import (
+from metrickit.io.rewards import (
     _BOM,
     KIND_PREFIX,
     KINDS,

@@ -51,7 +51,7 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
     Parameters
     ----------
     comparison
-        A :class:`~metrickit.metrics.Comparison` or its ``table``.
+        A :class:`~metrickit.compute.metrics.Comparison` or its ``table``.
     metrics
         Which metric labels to show (default: all).
     """
@@ -124,14 +124,14 @@ def candidate_means(
 ) -> Any:
     """Per-group mean, CI low/high and n of each column, plus ``p_front`` and cost per
     success (a small pandas frame, one row a group): see
-    :func:`metrickit.ranking.candidate_table`.
+    :func:`metrickit.compute.ranking.candidate_table`.
 
-    Intervals are :func:`metrickit.stats.mean_ci`'s default: Wilson for 0/1 columns, t cut
+    Intervals are :func:`metrickit.compute.stats.mean_ci`'s default: Wilson for 0/1 columns, t cut
     to the range otherwise, clustered by task (``cluster``) when tasks repeat. NaN values
     (not measured) are left out of that column's mean, and a ``<column>_n`` column then
     says how many were measured.
     """
-    from metrickit.ranking import candidate_table
+    from metrickit.compute.ranking import candidate_table
 
     return candidate_table(frame, columns, by=by, cluster=cluster, confidence=confidence)
 

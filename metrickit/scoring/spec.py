@@ -36,7 +36,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._current import _measurement, observation, service_cost
+from metrickit.scoring.current import _measurement, observation, service_cost
 from metrickit.errors import RewardInputError, ScorerError, SpecError
 
 __all__ = ["PARTS", "SHAPES", "RewardSpec", "reward"]

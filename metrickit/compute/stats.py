@@ -359,7 +359,7 @@ def mean_ci(
 
     Examples
     --------
-    >>> from metrickit.stats import mean_ci
+    >>> from metrickit.compute.stats import mean_ci
     >>> ci = mean_ci([1, 0, 1, 1])
     >>> ci.method, round(ci.estimate, 2), round(ci.low, 3), round(ci.high, 3)
     ('wilson', 0.75, 0.301, 0.954)
@@ -508,7 +508,7 @@ def bootstrap_ci(
     Examples
     --------
     >>> import numpy as np
-    >>> from metrickit.stats import bootstrap_ci
+    >>> from metrickit.compute.stats import bootstrap_ci
     >>> ci = bootstrap_ci([0.2, 0.4, 0.9, 1.0, 0.5], np.median, seed=1)
     >>> ci.estimate, ci.low <= ci.estimate <= ci.high
     (0.5, True)
@@ -591,7 +591,7 @@ def paired_difference(
 
     Examples
     --------
-    >>> from metrickit.stats import paired_difference
+    >>> from metrickit.compute.stats import paired_difference
     >>> d = paired_difference([1, 1, 0, 1], [0, 1, 0, 0], method="analytic")
     >>> d.estimate
     0.5
@@ -639,7 +639,7 @@ def mcnemar_exact(a: Any, b: Any) -> tuple[float, float]:
 
     Examples
     --------
-    >>> from metrickit.stats import mcnemar_exact
+    >>> from metrickit.compute.stats import mcnemar_exact
     >>> mcnemar_exact([1, 1, 1, 1, 0], [0, 0, 0, 0, 0])
     (0.0, 0.125)
     """
@@ -683,7 +683,7 @@ def _finished(df: Any) -> tuple[Any, int]:
 
 
 def _value_column(df: Any, value: str | None) -> str:
-    from metrickit.rewards import reward_keys
+    from metrickit.io.rewards import reward_keys
 
     if value is not None:
         if value not in df.columns:
@@ -862,7 +862,7 @@ def min_detectable_difference(
 
     Examples
     --------
-    >>> from metrickit.stats import min_detectable_difference
+    >>> from metrickit.compute.stats import min_detectable_difference
     >>> round(min_detectable_difference(100, attempts=3, base_rate=0.5), 3)
     0.116
     """
@@ -885,7 +885,7 @@ def tasks_needed(
 
     Examples
     --------
-    >>> from metrickit.stats import tasks_needed
+    >>> from metrickit.compute.stats import tasks_needed
     >>> tasks_needed(0.1, attempts=3, base_rate=0.5)
     133
     """

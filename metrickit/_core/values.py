@@ -1,6 +1,6 @@
 """The reward value rules shared by every reader: what a valid reward value is, and the
 codes of the kind and status columns. Plain Python (no numpy), so the per-trial reader
-:mod:`metrickit._trials` stays free of array libraries too."""
+:mod:`metrickit.io.harbor_trials` stays free of array libraries too."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Harbor's ``sum`` is sequential (an exact int prefix, then Neumaier-compensated floats),
 so pieces cannot be summed separately and combined. Instead the pieces are fed in row
-order into :class:`~metrickit._harbor_math.HarborAccumulator` objects, one per group and
+order into :class:`~metrickit._core.harbor_math.HarborAccumulator` objects, one per group and
 reward key; only the running state is kept, never the rows. A key that first appears
 late starts with the int zeros Harbor fills in for the rows before it.
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._harbor_math import HarborAccumulator
+from metrickit._core.harbor_math import HarborAccumulator
 from metrickit.errors import AggregationError
-from metrickit.rewards import INT, KIND_PREFIX, MISSING, Parsed
+from metrickit.io.rewards import INT, KIND_PREFIX, MISSING, Parsed
 
 __all__ = [
     "aggregate_lazy",
@@ -130,7 +130,7 @@ def _frame_pieces(
     batches: Iterable[Any], by: str | Sequence[str] | None
 ) -> Iterator[tuple[Any, Piece]]:
     """(group label, piece) for eager frames given in row order."""
-    from metrickit._aggregate import _finished_trials, group_indices, reward_arrays
+    from metrickit.compute.aggregate import _finished_trials, group_indices, reward_arrays
 
     for batch in batches:
         batch = _finished_trials(batch)
@@ -165,7 +165,7 @@ def eager_batches(frame: Any) -> Iterator[Any]:
 
     frame = _native(frame)
     if is_dask(frame):
-        from metrickit._dask import iter_partitions
+        from metrickit.io.dask import iter_partitions
 
         yield from iter_partitions(frame, columns=list(frame.columns))
         return
@@ -184,7 +184,7 @@ def empty_like(frame: Any) -> Any:
 def lazy_reward_keys(frame: Any) -> list[str]:
     """The reward keys of a lazy or Dask frame, from its schema."""
 
-    from metrickit.rewards import reward_keys
+    from metrickit.io.rewards import reward_keys
 
     frame = _native(frame)
     if is_dask(frame):
@@ -199,8 +199,8 @@ def occurring_keys(frame: Any) -> list[str]:
     """The reward keys that occur in a lazy or Dask frame: Harbor's (and the eager
     frame's) key set. A scan's schema is exactly that; any other frame takes a pass."""
 
-    from metrickit._aggregate import reward_arrays
-    from metrickit.scan import SCAN_ATTRIBUTE
+    from metrickit.compute.aggregate import reward_arrays
+    from metrickit.io.scan import SCAN_ATTRIBUTE
 
     native = _native(frame)
     order = lazy_reward_keys(native)
@@ -218,7 +218,7 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
     """Pieces in row order, and the key order of the result (None: sorted)."""
     import narwhals as nw
 
-    from metrickit.scan import SCAN_ATTRIBUTE
+    from metrickit.io.scan import SCAN_ATTRIBUTE
 
     frame = _native(frame)
     spec = getattr(frame, SCAN_ATTRIBUTE, None)
@@ -235,7 +235,7 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
         if missing:
             raise AggregationError(f"by={missing[0]!r} is not a column; columns are {names}")
     if is_dask(frame):
-        from metrickit._dask import iter_partitions
+        from metrickit.io.dask import iter_partitions
 
         by_cols = [] if by is None else [by] if isinstance(by, str) else list(by)
         needed = {*order, *(KIND_PREFIX + k for k in order), "_status", "_line", *by_cols}
@@ -248,11 +248,11 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
 
 def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
     """:func:`metrickit.aggregate` for a lazy or Dask frame, streamed in row order."""
-    from metrickit._aggregate import HARBOR_METRICS
+    from metrickit.compute.aggregate import HARBOR_METRICS
 
     if not isinstance(metric, str):
         if by is not None:
-            from metrickit._aggregate import aggregate, group_indices
+            from metrickit.compute.aggregate import aggregate, group_indices
 
             eager = materialize(frame)
             import narwhals as nw
@@ -268,7 +268,7 @@ def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -
                 f"metric {metric!r} is neither a name ({sorted(HARBOR_METRICS)}) nor an object "
                 "with compute(frame)"
             )
-        from metrickit.metrics import Metric
+        from metrickit.compute.metrics import Metric
 
         result = compute(frame) if isinstance(metric, Metric) else compute(materialize(frame))
         return result if isinstance(result, dict) else {getattr(metric, "name", "metric"): result}

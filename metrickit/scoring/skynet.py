@@ -5,8 +5,8 @@ registers this module as ``skynet`` when it loads or runs a scorer file
 (:func:`metrickit.load_scorer`, :func:`metrickit.check_scorer`), so those files run
 unchanged. Elsewhere (a notebook, your own tests), call :func:`install` first::
 
-    import metrickit.skynet
-    metrickit.skynet.install()   # now `import skynet` gives this module
+    import metrickit.scoring.skynet
+    metrickit.scoring.skynet.install()   # now `import skynet` gives this module
     from skynet import llm, reward
 
 ``install`` leaves an already imported ``skynet`` module alone.
@@ -23,9 +23,9 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from metrickit._current import observation, service_cost
-from metrickit._judge import llm
-from metrickit.spec import reward
+from metrickit.scoring.current import observation, service_cost
+from metrickit.scoring.judge import llm
+from metrickit.scoring.spec import reward
 
 __all__ = ["install", "llm", "observation", "reward", "service_cost"]
 

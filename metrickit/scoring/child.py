@@ -8,7 +8,7 @@ case's own objects, as :func:`metrickit.score_cases` passes them: int keys, tupl
 datetimes, ``Decimal``, ``pd.NA`` arrive as themselves), and the answers to ``llm``
 requests. Only the parent's data is unpickled; what the child sends back is JSON.
 child → parent: ``{"type": "ready", "arity", "problems"}``, then
-``{"type": "result", ...}`` per case (see :func:`metrickit.scorers.call_scorer`), and
+``{"type": "result", ...}`` per case (see :func:`metrickit.scoring.scorers.call_scorer`), and
 ``{"type": "llm", "prompt", "kwargs"}`` whenever the scorer asks the judge, which the parent
 answers with its own judge (:func:`metrickit.set_judge`), so API clients and closures work.
 
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from metrickit._proc import READ_CHUNK, READER_GRACE, end_group, join_readers
+from metrickit._core.proc import READ_CHUNK, READER_GRACE, end_group, join_readers
 
 __all__ = ["check_path"]
 
@@ -120,7 +120,7 @@ class _Child:
         # Its own session: at the timeout the whole group is killed, including anything the
         # scorer started (subprocess.run(["sleep", "60"]) must not outlive the timeout).
         self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "metrickit._scorer_process"],
+            [sys.executable, "-u", "-m", "metrickit.scoring.child"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=env, text=True, encoding="utf-8", errors="replace", start_new_session=True,
         )
@@ -256,10 +256,10 @@ def _clipped(head: str, more: int) -> str:
 
 
 def _answer_judge(request: dict[str, Any]) -> dict[str, Any]:
-    from metrickit._judge import get_judge, llm
+    from metrickit.scoring.judge import get_judge, llm
 
     if get_judge() is None:
-        from metrickit._judge import NOT_CONFIGURED
+        from metrickit.scoring.judge import NOT_CONFIGURED
 
         return {"ok": False, "not_configured": True, "error": NOT_CONFIGURED}
     try:
@@ -356,9 +356,9 @@ def _main() -> None:
         channel.write(_dumps(obj) + "\n")
         channel.flush()
 
-    from metrickit._judge import set_judge
+    from metrickit.scoring.judge import set_judge
     from metrickit.errors import JudgeNotConfiguredError, ScorerError
-    from metrickit.scorers import (
+    from metrickit.scoring.scorers import (
         _scorer_file,
         _spec_problems,
         call_scorer,

@@ -3,7 +3,7 @@
 ``metrickit aggregate`` (a drop-in Harbor ``metric.py``) and ``aggregate(path)`` only need
 the numbers, not the frame's metadata columns (``_source``, ``_line``, ``_status``,
 ``_kind_<key>``). Here each block of each source is parsed and fed, in row order, into
-Harbor's running state (:class:`metrickit._stream._Group`), so:
+Harbor's running state (:class:`metrickit.compute.stream._Group`), so:
 
 * any valid Harbor input gets Harbor's answer, including keys named like metadata
   columns (``{"_source": 1}``, ``x`` beside ``_kind_x``), which a frame cannot hold;
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._harbor_math import HarborAccumulator
-from metrickit._stream import _Group, _parsed_columns
+from metrickit._core.harbor_math import HarborAccumulator
+from metrickit.compute.stream import _Group, _parsed_columns
 from metrickit.errors import RewardFileError
-from metrickit.rewards import (
+from metrickit.io.rewards import (
     _BOM,
     INT,
     _iter_sources,

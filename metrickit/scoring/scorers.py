@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._current import _measurement, measured, observation, service_cost
-from metrickit._judge import set_judge
+from metrickit.scoring.current import _measurement, measured, observation, service_cost
+from metrickit.scoring.judge import set_judge
 from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
 
 __all__ = [
@@ -124,7 +124,7 @@ def validate_result(value: Any) -> list[str]:
 
     Examples
     --------
-    >>> from metrickit.scorers import validate_result
+    >>> from metrickit.scoring.scorers import validate_result
     >>> validate_result((0.8, {"feedback": "Close. Missing the date."}))
     []
     >>> validate_result(0.8)
@@ -275,7 +275,7 @@ def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
 def load_scorer(path: PathLike) -> tuple[Scorer, dict[str, Any] | None]:
     """Run a scorer file in this process; return its ``score`` function and ``REWARD_SPEC``.
 
-    ``skynet`` is made importable first (see :mod:`metrickit.skynet`), and the file's own
+    ``skynet`` is made importable first (see :mod:`metrickit.scoring.skynet`), and the file's own
     folder is importable while it runs, as for a script. The file runs with your rights:
     use :func:`check_scorer` on the path to run an unknown file in a separate process.
 
@@ -284,7 +284,7 @@ def load_scorer(path: PathLike) -> tuple[Scorer, dict[str, Any] | None]:
     ScorerError
         The file is missing, raises while running, or defines no callable ``score``.
     """
-    from metrickit import skynet
+    from metrickit.scoring import skynet
 
     skynet.install()
     path = Path(path).resolve()
@@ -606,7 +606,7 @@ class ContractReport:
 def _spec_problems(spec: Any) -> list[str]:
     if spec is None:
         return []
-    from metrickit.spec import RewardSpec
+    from metrickit.scoring.spec import RewardSpec
 
     try:
         RewardSpec.from_dict(spec)
@@ -674,7 +674,7 @@ def check_scorer(
         problems.append("the case table has no cases; the contract check needs sample cases")
 
     if isinstance(score_or_path, str | os.PathLike):
-        from metrickit._scorer_process import check_path
+        from metrickit.scoring.child import check_path
 
         path = Path(score_or_path)
         ready, results = check_path(path, payloads, timeout=timeout)

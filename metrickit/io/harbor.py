@@ -54,7 +54,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from metrickit._trials import (
+from metrickit.io.harbor_trials import (
     _FLOAT_COLUMNS,
     _INT_COLUMNS,
     _META,
@@ -70,7 +70,7 @@ from metrickit._trials import (
     eval_key,
 )
 from metrickit.errors import HarborJobError, Problem
-from metrickit.rewards import INVALID, KIND_PREFIX, KINDS, parse_rows, string_dtype
+from metrickit.io.rewards import INVALID, KIND_PREFIX, KINDS, parse_rows, string_dtype
 
 __all__ = [
     "Policy",
@@ -352,7 +352,7 @@ def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
     """A polars String column; a folder name that is not UTF-8 is refused, naming the trial."""
     import polars as pl
 
-    from metrickit.rewards import not_utf8_label, printable
+    from metrickit.io.rewards import not_utf8_label, printable
 
     for value, folder in zip(col, folders, strict=True):
         if isinstance(value, str) and not_utf8_label([value]):
@@ -433,7 +433,7 @@ def job_metrics(
     >>> job_metrics(trials, policy="0.26")
     {'terminus-2__claude-sonnet-4-5__terminal-bench-mini': {'mean': 0.5217391304347826}}
     """
-    from metrickit._aggregate import aggregate, group_indices
+    from metrickit.compute.aggregate import aggregate, group_indices
 
     rows = _rows_for_policy(trials, policy)
     out = aggregate(rows, metric, by=by) if len(rows) else {}
@@ -521,9 +521,9 @@ def summarize_job(
     """
     import pandas as pd
 
-    from metrickit.passk import PassAtKSkipped, pass_at_k
-    from metrickit.rewards import reward_keys
-    from metrickit.stats import mean_ci
+    from metrickit.compute.passk import PassAtKSkipped, pass_at_k
+    from metrickit.io.rewards import reward_keys
+    from metrickit.compute.stats import mean_ci
 
     why = "chosen by the caller"
     if policy == "auto":
@@ -599,7 +599,7 @@ def summarize_job(
 
 
 def _groups(trials: Any) -> list[tuple[Any, np.ndarray]]:
-    from metrickit._aggregate import group_indices
+    from metrickit.compute.aggregate import group_indices
 
     return list(group_indices(trials, "eval").items())
 

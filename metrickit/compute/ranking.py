@@ -12,7 +12,7 @@ distribution and reports how stable the ranking is over the draws:
 * :func:`pairwise_tests`: every pair of candidates compared task by task, with Holm's
   adjustment for the number of pairs.
 * :func:`candidate_table`: per-candidate means with task-clustered intervals, cost per
-  success, and ``p_front``, for :func:`metrickit.plots.tradeoff` and the tuner.
+  success, and ``p_front``, for :func:`metrickit.report.plots.tradeoff` and the tuner.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.stats import group_codes, grouped_intervals, task_codes
+from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 
 __all__ = [
     "MeanDraws",
@@ -362,7 +362,7 @@ def candidate_table(
 
     One row per candidate (sorted by name): ``n`` rows, ``n_tasks``, and for each column
     its mean, ``<column>_low``/``<column>_high`` (the default interval of
-    :func:`metrickit.stats.mean_ci`, clustered by task when tasks repeat),
+    :func:`metrickit.compute.stats.mean_ci`, clustered by task when tasks repeat),
     ``<column>_method`` and, when some values are NaN (not measured), ``<column>_n``.
     ``cost_per_success`` is mean cost / mean accuracy (inf when nothing succeeded) when
     both columns are there. ``p_front`` is the share of draws (:class:`MeanDraws`) in which the

@@ -8,7 +8,7 @@
 * two or more: ``{key: value}`` per key, sorted;
 * a ``null`` row or a missing key counts as the integer 0.
 
-The arithmetic is Python's own (see :mod:`metrickit._harbor_math`), so results equal
+The arithmetic is Python's own (see :mod:`metrickit._core.harbor_math`), so results equal
 Harbor's bit for bit, including int/float result types.
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum, harbor_sums
-from metrickit._stream import aggregate_lazy, is_lazy
+from metrickit._core.harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum, harbor_sums
+from metrickit.compute.stream import aggregate_lazy, is_lazy
 from metrickit.errors import AggregationError
-from metrickit.rewards import (
+from metrickit.io.rewards import (
     INT,
     INVALID,
     KIND_PREFIX,
@@ -260,14 +260,14 @@ def aggregate(
         numeric reward columns, a path, JSONL text, or a list of dicts/None.
     metric
         ``"mean"`` (Harbor's default), ``"sum"``, ``"min"``, ``"max"``, or a metric object
-        (anything with ``name`` and ``compute(frame)``, see :mod:`metrickit.metrics`).
+        (anything with ``name`` and ``compute(frame)``, see :mod:`metrickit.compute.metrics`).
     by
         Column(s) to group by. The result is then ``{group: {...}}`` with one Harbor dict
         per group (groups in order of first appearance; a tuple key for several columns).
 
     A trial table from :func:`~metrickit.read_harbor_job` works too; its running trials
     (``_status == "running"``, no result yet) are left out, as Harbor's job metrics only
-    cover finished trials (:func:`metrickit.harbor.job_metrics` also offers Harbor 0.26's policy).
+    cover finished trials (:func:`metrickit.io.harbor.job_metrics` also offers Harbor 0.26's policy).
 
     Returns
     -------
@@ -292,8 +292,8 @@ def aggregate(
     if not _is_frame(rewards):
         if by is None and isinstance(metric, str) and metric in HARBOR_METRICS:
             # No frame: Harbor's answer for any valid input (keys named like metadata
-            # columns too), in memory that grows with the data (metrickit._direct).
-            from metrickit._direct import aggregate_source
+            # columns too), in memory that grows with the data (metrickit.compute.direct).
+            from metrickit.compute.direct import aggregate_source
 
             return aggregate_source(rewards, metric)
         rewards = read_rewards(rewards)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
+from metrickit.compute.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
 from metrickit.errors import MetricError
 
 # While a lazy frame streams batch by batch, the reward keys are those that occur in the
@@ -52,14 +52,14 @@ __all__ = [
 Array = npt.NDArray[np.float64]
 # A reducer maps values along ``axis`` (the last by default) to one number per leading
 # index: (n,) -> () and (resamples, n) -> (resamples,). The ``axis`` keyword is what lets
-# metrickit.stats.bootstrap_ci evaluate all resamples in one call.
+# metrickit.compute.stats.bootstrap_ci evaluate all resamples in one call.
 Reducer = Callable[..., Any]
 
 
 def _nw(frame: Any, *, lazy_ok: bool = False) -> Any:
     import narwhals as nw
 
-    from metrickit._stream import is_lazy, materialize
+    from metrickit.compute.stream import is_lazy, materialize
 
     if isinstance(frame, nw.DataFrame):
         return frame
@@ -177,7 +177,7 @@ class Metric:
         batch (equal to the eager value to ~1e-15 relative: the sum's order differs);
         other metrics see the collected frame.
         """
-        from metrickit._stream import is_lazy
+        from metrickit.compute.stream import is_lazy
 
         streamed = (
             is_lazy(frame)
@@ -240,7 +240,7 @@ class _Running:
 
 def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
     """A per-row metric reduced batch by batch: only one batch of rows in memory."""
-    from metrickit._stream import eager_batches, empty_like, occurring_keys
+    from metrickit.compute.stream import eager_batches, empty_like, occurring_keys
 
     states: dict[str, _Running] = {}
     token = _FIXED_KEYS.set(occurring_keys(frame))
@@ -479,7 +479,7 @@ class Comparison:
     ``table``: one row per (group, metric output) with ``value``, ``ci_low``, ``ci_high``,
     ``ci_method``, ``n`` (rows), ``n_tasks``, ``rank`` (1 = best under that metric),
     ``rank_low``/``rank_high`` (the 95 % interval of the rank over draws of the groups'
-    means from their task-clustered joint sampling distribution: :class:`metrickit.ranking.
+    means from their task-clustered joint sampling distribution: :class:`metrickit.compute.ranking.
     MeanDraws`), ``p_best`` (share of draws in which the group is best) and ``best_group`` (the
     leader and every group tied with it: its rank interval reaches the leader's, or its
     difference from the leader is not significant after Holm's adjustment over all pairs).
@@ -559,7 +559,7 @@ def _interval(
     n_resamples: int,
     seed: int,
 ) -> tuple[float, float, str]:
-    from metrickit import stats
+    from metrickit.compute import stats
 
     reason = _no_interval_reason(metric)
     if reason is not None:
@@ -672,7 +672,7 @@ def compare_metrics(
         A reward or trial frame (pandas, polars, ...).
     metrics
         Metrics: :class:`Metric` objects, Harbor names (``"mean"``), script metrics
-        (:func:`metrickit.scripts.script_metric`), or a dict ``{name: definition}``.
+        (:func:`metrickit.scoring.metric_scripts.script_metric`), or a dict ``{name: definition}``.
     by
         Column(s) whose groups are compared (``"agent"``, ``"_source"``); ``None`` for
         the whole frame as one group.
@@ -705,8 +705,8 @@ def compare_metrics(
     import pandas as pd
     from scipy.stats import kendalltau
 
-    from metrickit.ranking import MeanDraws, best_group
-    from metrickit.stats import StatsError, task_codes
+    from metrickit.compute.ranking import MeanDraws, best_group
+    from metrickit.compute.stats import StatsError, task_codes
 
     if ci not in CI_METHODS:
         raise StatsError(f"ci={ci!r}; expected one of {', '.join(map(repr, CI_METHODS))}")

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 # Re-exported: other modules import these from here.
-from metrickit._values import (  # noqa: F401
+from metrickit._core.values import (  # noqa: F401
     BOOL,
     EMPTY,
     FLOAT,
@@ -155,7 +155,7 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     backend
         ``"pandas"`` (default) or ``"polars"``. Both hold the same content. ``"dask"``
         builds a Dask DataFrame from paths/globs, one partition per file or block, parsed
-        on the workers (``errors="raise"`` only; see :mod:`metrickit._dask`).
+        on the workers (``errors="raise"`` only; see :mod:`metrickit.io.dask`).
     errors
         ``"raise"`` (default) raises :class:`~metrickit.errors.RewardFileError` at the first
         bad line, naming file, line, key and value. ``"report"`` returns ``(frame, problems)``:
@@ -183,7 +183,7 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     if backend == "dask":
         if errors != "raise":
             raise ValueError("backend='dask' supports errors='raise' only")
-        from metrickit._dask import read_rewards_dask
+        from metrickit.io.dask import read_rewards_dask
 
         return read_rewards_dask(source)
     if backend not in ("pandas", "polars"):
@@ -1258,7 +1258,7 @@ def _check_filled(source: str, rows: int, keys: int, cells: int) -> None:
         raise RewardFileError(
             f"{source}: {rows:,} rows x {keys:,} reward keys would make a frame of "
             f"{rows * keys:,} cells, {filled:,} of them zero-filled (the frame readers stop "
-            f"at {MAX_FILLED_CELLS:,} zero-filled cells: metrickit.rewards.MAX_FILLED_CELLS); "
+            f"at {MAX_FILLED_CELLS:,} zero-filled cells: metrickit.io.rewards.MAX_FILLED_CELLS); "
             "use metrickit.aggregate(path) or `metrickit aggregate`, which aggregate key by "
             "key in memory that grows with the data"
         )

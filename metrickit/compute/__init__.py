@@ -1,0 +1,2 @@
+"""Computation on frames: Harbor aggregation, streaming, metrics, pass@k, statistics and
+ranking."""

@@ -1,0 +1,2 @@
+"""User code checked against contracts and run safely: scorers, REWARD_SPEC, metric
+scripts."""
