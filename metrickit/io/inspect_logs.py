@@ -1,0 +1,323 @@
+"""Inspect AI evaluation logs (``.eval`` and ``.json``) as trial tables.
+
+:func:`read_inspect_log` reads logs with Inspect's own log API
+(``inspect_ai.log.list_eval_logs``, ``read_eval_log(header_only=True)`` and
+``read_eval_log_sample_summaries``; never a parser of its own) into one row per sample and
+epoch, with the columns of :func:`metrickit.read_harbor_job`:
+
+``job``
+    the eval's ``run_id`` (one ``inspect eval`` call; all its logs share it).
+``agent``
+    ``eval.solver`` when the eval was given a solver (``--solver``/``solver=``), else the
+    names of the plan's solvers joined with ``+`` (``generate``, ``system_message+generate``),
+    else ``"inspect"``.
+``model``, ``model_provider``
+    ``eval.model`` split at the first ``/`` as Harbor stores models (``openai/gpt-4o`` ->
+    ``gpt-4o``, provider ``openai``).
+``source``, ``eval``
+    ``source`` is the Inspect task name (``eval.task``); ``eval`` is Harbor's evaluation
+    key ``agent__model__source``.
+``task_name``, ``attempt``, ``trial_name``
+    the sample id (as text), the epoch (1, 2, ...) and the sample's ``uuid``.
+``_status``, ``has_reward``, ``reward_valid``
+    ``ok`` (scores), ``empty`` (a sample scored by no scorer), ``null`` (no scores: the
+    sample failed with an error, or an eval that ended in ``error``/``cancelled`` never ran
+    it), ``running`` (the log's status is ``started`` and the sample is not complete yet).
+    ``reward_valid`` is ``has_reward`` and no sample error; a sample stopped by a limit keeps
+    a valid reward (Inspect scores it), as Harbor keeps the reward of an agent timeout.
+``<scorer>``, ``<scorer>.<key>``
+    one reward column per scorer, and per key of a dict-valued score (a scorer named
+    ``graded`` returning ``{"correct": "C", "f1": 0.5}`` gives ``graded.correct`` and
+    ``graded.f1``). Strings are converted with Inspect's ``value_to_float()`` rules:
+    ``C`` 1, ``P`` 0.5, ``I`` and ``N`` 0, ``yes``/``true`` 1, ``no``/``false`` 0, numeric
+    text as its number (``_kind_`` ``float``); booleans and numbers keep their kind. A value
+    those rules cannot convert (a list, other text) raises instead of Inspect's silent 0.
+    A ``None`` score value counts as the key missing for that sample. Zero-fill: a scorer
+    key some samples of a log's evaluation lack is 0 (``_kind_`` ``missing``), one that no
+    sample of the evaluation has is NA.
+``exception_type``, ``exception_message``
+    a sample error: the exception class from Inspect's message (``RuntimeError`` from
+    ``RuntimeError('boom')``; ``EvalError`` when the message has no class name) and the
+    message; a limit: ``<type>_limit`` with Inspect's option names (``token_limit``,
+    ``message_limit``, ``time_limit``, ``working_limit``, ...) and the limit's reason;
+    samples the eval never ran: ``eval_error``/``eval_cancelled`` and the eval's error.
+``n_input_tokens``, ``n_cache_tokens``, ``n_output_tokens``, ``cost_usd``
+    the sample's ``model_usage`` summed over every model it called (scorer models too):
+    ``input_tokens``, ``input_tokens_cache_read``, ``output_tokens``, ``total_cost``; null
+    when the sample has no usage (cache and cost: when no model reported them).
+``started_at``, ``finished_at``, ``total_ms``, ``agent_execution_ms``
+    the sample's start and completion times; ``total_time`` and ``working_time`` (clock
+    time minus waits for rate limits, retries and approvals) in milliseconds.
+``trial_dir``
+    the log file. ``agent_version``, ``step_exception_type``, ``n_steps``, the other phase
+    durations: null.
+
+Needs ``inspect_ai`` (``pip install 'metrickit[inspect]'``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from metrickit.errors import RewardInputError
+from metrickit.io._trial_rows import (
+    Backend,
+    build_trials,
+    empty_row,
+    eval_key,
+    parse_time,
+    split_model,
+)
+
+__all__ = ["read_inspect_log"]
+
+_LETTERS = frozenset({"C", "I", "P", "N"})
+_WORDS = frozenset({"yes", "no", "true", "false"})
+_EXC_NAME = re.compile(r"^([A-Za-z_][\w.]*)\(")
+
+
+def _import_inspect() -> Any:
+    try:
+        import inspect_ai.log as inspect_log
+    except ImportError:
+        raise ImportError(
+            "read_inspect_log needs Inspect AI: pip install 'metrickit[inspect]' (inspect-ai)"
+        ) from None
+    return inspect_log
+
+
+def read_inspect_log(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    backend: Backend = "pandas",
+) -> Any:
+    """Read Inspect AI logs into one row per sample and epoch.
+
+    Parameters
+    ----------
+    path
+        A ``.eval`` or ``.json`` log, a folder of logs (searched recursively with
+        ``inspect_ai.log.list_eval_logs``), or a list of either.
+    backend
+        ``"pandas"`` (default) or ``"polars"``.
+
+    Returns
+    -------
+    DataFrame
+        The trial table (see the module docstring for the columns), logs in file-name order
+        (Inspect names logs by their start time), samples in the order Inspect lists them.
+
+    Raises
+    ------
+    RewardInputError
+        No log at the path, or a score value Inspect's ``value_to_float`` rules cannot
+        convert (the message names the log, the sample, the epoch, the scorer and the value).
+    ImportError
+        ``inspect_ai`` is not installed.
+
+    Examples
+    --------
+    >>> import metrickit as mk
+    >>> trials = mk.read_inspect_log("logs/")          # doctest: +SKIP
+    >>> mk.pass_at_k(trials, k=2)                      # doctest: +SKIP
+    """
+    if backend not in ("pandas", "polars"):
+        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    inspect_log = _import_inspect()
+    files = _log_files(inspect_log, path)
+    rows: list[dict[str, Any]] = []
+    rewards: list[dict[str, Any] | None] = []
+    where: list[str] = []
+    for file in files:
+        _read_one(inspect_log, file, rows, rewards, where)
+    return build_trials(rows, rewards, backend, where=where)
+
+
+def _log_files(
+    inspect_log: Any, path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+) -> list[str]:
+    roots = [path] if isinstance(path, str | os.PathLike) else list(path)
+    if not roots:
+        raise RewardInputError("read_inspect_log got an empty list; pass a log or a folder")
+    files: list[str] = []
+    for root in roots:
+        p = Path(root)
+        if p.is_dir():
+            found = sorted(
+                inspect_log.list_eval_logs(str(p), recursive=True), key=lambda info: info.name
+            )
+            if not found:
+                raise RewardInputError(
+                    f"{p}: no Inspect log (.eval or .json) in this folder or below"
+                )
+            files.extend(info.name for info in found)
+        elif p.is_file():
+            if p.suffix not in (".eval", ".json"):
+                raise RewardInputError(
+                    f"{p}: not an Inspect log; expected a .eval or .json file or a folder"
+                )
+            files.append(str(p))
+        else:
+            raise RewardInputError(f"{p}: no such file or folder")
+    return files
+
+
+def _agent(header: Any) -> str:
+    if header.eval.solver:
+        return str(header.eval.solver)
+    steps = [step.solver for step in (header.plan.steps if header.plan else [])]
+    return "+".join(steps) if steps else "inspect"
+
+
+def _read_one(
+    inspect_log: Any,
+    file: str,
+    rows: list[dict[str, Any]],
+    rewards: list[dict[str, Any] | None],
+    where: list[str],
+) -> None:
+    header = inspect_log.read_eval_log(file, header_only=True)
+    summaries = inspect_log.read_eval_log_sample_summaries(file)
+    location = _local(file)
+    agent = _agent(header)
+    model, provider = split_model(header.eval.model)
+    source = header.eval.task
+    base = empty_row()
+    base.update(
+        job=header.eval.run_id or None,
+        eval=eval_key(agent, model, source),
+        agent=agent,
+        model=model,
+        model_provider=provider,
+        source=source,
+        trial_dir=location,
+    )
+    status = header.status
+    seen: set[tuple[str, int]] = set()
+    for s in summaries:
+        row = dict(base)
+        label = f"{location}: sample {s.id!r} epoch {s.epoch}"
+        row.update(
+            task_name=str(s.id),
+            attempt=int(s.epoch),
+            trial_name=s.uuid,
+            started_at=parse_time(s.started_at),
+            finished_at=parse_time(s.completed_at),
+            total_ms=None if s.total_time is None else s.total_time * 1000.0,
+            agent_execution_ms=None if s.working_time is None else s.working_time * 1000.0,
+        )
+        row.update(_usage(s.model_usage))
+        seen.add((str(s.id), int(s.epoch)))
+        if status == "started" and not s.completed:
+            row["_status"] = "running"
+            rows.append(row)
+            rewards.append(None)
+            where.append(label)
+            continue
+        if s.error:
+            match = _EXC_NAME.match(s.error)
+            row["exception_type"] = match.group(1) if match else "EvalError"
+            row["exception_message"] = s.error
+        elif s.limit:
+            row["exception_type"] = f"{s.limit}_limit"
+            row["exception_message"] = s.limit_reason
+        reward = None if s.error else _scores(s.scores or {}, label)
+        row["reward_valid"] = bool(reward) and not s.error
+        rows.append(row)
+        rewards.append(reward)
+        where.append(label)
+    if status != "success":
+        _unrun(header, base, seen, location, rows, rewards, where)
+
+
+def _unrun(
+    header: Any,
+    base: dict[str, Any],
+    seen: set[tuple[str, int]],
+    location: str,
+    rows: list[dict[str, Any]],
+    rewards: list[dict[str, Any] | None],
+    where: list[str],
+) -> None:
+    """Rows for the samples an unfinished eval planned and has not (or never) run."""
+    ids = header.eval.dataset.sample_ids
+    if not ids:
+        return
+    epochs = header.eval.config.epochs or 1
+    message = header.error.message if header.error is not None else None
+    for epoch in range(1, int(epochs) + 1):
+        for sample_id in ids:
+            if (str(sample_id), epoch) in seen:
+                continue
+            row = dict(base)
+            row.update(task_name=str(sample_id), attempt=epoch)
+            if header.status == "started":
+                row["_status"] = "running"
+            else:
+                row["exception_type"] = f"eval_{header.status}"
+                row["exception_message"] = message
+            rows.append(row)
+            rewards.append(None)
+            where.append(f"{location}: sample {sample_id!r} epoch {epoch}")
+
+
+def _local(file: str) -> str:
+    return file[len("file://") :] if file.startswith("file://") else file
+
+
+def _usage(model_usage: Mapping[str, Any]) -> dict[str, Any]:
+    if not model_usage:
+        return {}
+    usages = list(model_usage.values())
+    cache = [u.input_tokens_cache_read for u in usages if u.input_tokens_cache_read is not None]
+    cost = [u.total_cost for u in usages if u.total_cost is not None]
+    return {
+        "n_input_tokens": sum(u.input_tokens for u in usages),
+        "n_output_tokens": sum(u.output_tokens for u in usages),
+        "n_cache_tokens": sum(cache) if cache else None,
+        "cost_usd": float(sum(cost)) if cost else None,
+    }
+
+
+def _scores(scores: Mapping[str, Any], label: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, score in scores.items():
+        value = score.value
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                converted = _convert(item, f"{label}: score {name!r} key {key!r}")
+                if converted is not None:
+                    out[f"{name}.{key}"] = converted
+        else:
+            converted = _convert(value, f"{label}: score {name!r}")
+            if converted is not None:
+                out[name] = converted
+    return out
+
+
+def _convert(value: Any, label: str) -> bool | int | float | None:
+    """A score value as a reward value by Inspect's ``value_to_float`` rules, refusing what
+    those rules would turn into 0 with only a logged warning."""
+    from inspect_ai.scorer import value_to_float
+
+    if value is None:
+        return None
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            finite = math.isfinite(float(value))
+        except ValueError:
+            finite = False
+        if value in _LETTERS or value.lower() in _WORDS or finite:
+            return float(value_to_float()(value))
+    raise RewardInputError(
+        f"{label}: value {value!r} ({type(value).__name__}) cannot be converted to a "
+        "number; expected a number, a bool, one of Inspect's grades 'C', 'I', 'P', 'N', "
+        "'yes'/'no'/'true'/'false', numeric text, or a dict of those"
+    )
