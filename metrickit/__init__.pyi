@@ -15,8 +15,17 @@ from metrickit.compute import (
 from metrickit.report import (
     plots as plots,
 )
+from metrickit._core.frame import (
+    filled_mask as filled_mask,
+    kind_column as kind_column,
+    reward_keys as reward_keys,
+)
 from metrickit.compute.aggregate import (
     aggregate as aggregate,
+)
+from metrickit.compute.jobs import (
+    job_metrics as job_metrics,
+    summarize_job as summarize_job,
 )
 from metrickit.scoring.current import (
     observation as observation,
@@ -39,9 +48,7 @@ from metrickit.errors import (
     StatsError as StatsError,
 )
 from metrickit.io.harbor import (
-    job_metrics as job_metrics,
     read_harbor_job as read_harbor_job,
-    summarize_job as summarize_job,
 )
 from metrickit.compute.metrics import (
     Comparison as Comparison,
@@ -59,10 +66,7 @@ from metrickit.compute.passk import (
     pass_at_k as pass_at_k,
 )
 from metrickit.io.rewards import (
-    filled_mask as filled_mask,
-    kind_column as kind_column,
     read_rewards as read_rewards,
-    reward_keys as reward_keys,
 )
 from metrickit.io.scan import (
     scan_rewards as scan_rewards,

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from metrickit.compute.ranking import MeanDraws, best_group
+from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
 from metrickit.report.plots import grouped_mean_se
-from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.scoring.spec import RewardSpec
-from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 
 __all__ = ["SpecTuner", "tune_spec"]
 

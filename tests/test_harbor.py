@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 import metrickit as mk
 from metrickit.cli import main
+from metrickit.compute.jobs import job_metrics
 from metrickit.errors import HarborJobError
-from metrickit.io.harbor import job_metrics, read_job_result
+from metrickit.io.harbor import read_job_result
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = ROOT / "data" / "harbor_jobs"

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit.io.rewards import _parse_fast, _parse_slow
+from metrickit.io.jsonl import _parse_fast, _parse_slow
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -346,7 +346,7 @@ def test_token_bytes_give_the_kinds_and_values_of_json(text):
     ],
 )
 def test_integral_float_tokens_are_told_from_ints_without_json(text, monkeypatch):
-    from metrickit.io import rewards as R
+    from metrickit.io import jsonl as R
 
     found = []
     real = R._float_token_cells
@@ -397,7 +397,7 @@ def test_backends_agree_on_every_sample(data_dir, name):
 def test_many_integral_float_tokens_fall_back_to_a_second_read(tmp_path):
     # Past 20,000 rows with "1.0"-style tokens the fast path reads the file again with an
     # Int64 schema instead of json-reading those rows; both must give the exact kinds.
-    from metrickit.io import rewards as R
+    from metrickit.io import jsonl as R
 
     lines = [f'{{"a": {i % 3}.0, "b": {i % 2}, "c": 0.25}}' for i in range(R._MAX_MARKED + 500)]
     data = ("\n".join(lines) + "\n").encode()
@@ -415,7 +415,7 @@ def test_many_integral_float_tokens_fall_back_to_a_second_read(tmp_path):
 
 def _exact(text: str, *, bad_lines: int = 0):
     """The frame the line-by-line path alone gives (the reference for the block path)."""
-    from metrickit.io.rewards import to_frame
+    from metrickit._core.schema import to_frame
 
     parsed, problems = _parse_slow("<text>", text.encode())
     assert len(problems) == bad_lines
@@ -429,7 +429,7 @@ def test_any_block_size_gives_the_exact_frame(rows, style, block):
     # Files are parsed in blocks cut at newlines; whatever the cut points, the frame
     # (line numbers, statuses, keys that first appear in a later block, kinds) is the
     # one the line-by-line path gives for the whole text.
-    from metrickit.io import rewards as R
+    from metrickit.io import sources as R
 
     text = _dump(rows, style)
     old = R.BLOCK_BYTES
@@ -442,7 +442,7 @@ def test_any_block_size_gives_the_exact_frame(rows, style, block):
 
 
 def test_blocks_number_lines_across_cuts_and_report_absolute_lines(tmp_path, monkeypatch):
-    from metrickit.io import rewards as R
+    from metrickit.io import sources as R
 
     monkeypatch.setattr(R, "BLOCK_BYTES", 64)
     lines = [json.dumps({"a": i % 2}) for i in range(40)]
@@ -466,7 +466,7 @@ def test_blocks_number_lines_across_cuts_and_report_absolute_lines(tmp_path, mon
 
 
 def test_iter_blocks_cuts_after_newlines_and_keeps_long_lines_whole(tmp_path):
-    from metrickit.io.rewards import iter_blocks
+    from metrickit.io.sources import iter_blocks
 
     long_line = json.dumps({f"k{i}": i for i in range(200)})  # longer than a block
     text = "\n".join([long_line, '{"a": 1}', "null", long_line, '{"a": 0.5}'])
@@ -483,7 +483,7 @@ def test_iter_blocks_cuts_after_newlines_and_keeps_long_lines_whole(tmp_path):
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("last_newline", [False, True])
 def test_iter_blocks_gives_each_long_line_whole_once(tmp_path, gz, last_newline):
-    from metrickit.io.rewards import iter_blocks
+    from metrickit.io.sources import iter_blocks
 
     long_line = json.dumps({f"k{i}": i for i in range(60)})
     lines = ['{"a": 1}', long_line, long_line, "null", '{"a": 0.5}', long_line]
@@ -497,7 +497,7 @@ def test_iter_blocks_gives_each_long_line_whole_once(tmp_path, gz, last_newline)
 
 
 def test_long_lines_are_stripped_and_numbered_as_short_ones(monkeypatch):
-    from metrickit.io import rewards as R
+    from metrickit.io import jsonl as R
 
     text = ('{"a": 1}\n  {"a": 0.5, "b": 2}\t\r\n\n null \n{"a": "' + "x" * 50
             + '"}\n \t \n{"b": 1e3}')
@@ -565,7 +565,7 @@ def test_one_key_per_line_stays_on_the_exact_path():
 
 
 def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
-    from metrickit.io import rewards as R
+    from metrickit.io import sources as R
 
     monkeypatch.setattr(R, "BLOCK_BYTES", 16)
     text = "\ufeff" + '{"a": 1}\n{"a": 2}\n{"a": 3}\n'
@@ -578,7 +578,7 @@ def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
 def test_long_lines_still_take_the_fast_path():
     # 600-byte lines: the 64 kB key sample ends inside a line, which must not send the
     # whole block to the line-by-line path (it did: the cut line failed json.loads).
-    from metrickit.io.rewards import _parse_fast
+    from metrickit.io.jsonl import _parse_fast
 
     rows = [{f"key_{k:02d}": (i * k) % 7 / 8 for k in range(40)} for i in range(400)]
     text = "\n".join(json.dumps(r) for r in rows) + "\n"

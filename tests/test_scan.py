@@ -350,7 +350,10 @@ def test_streamed_metrics_never_collect_the_frame(rewardish, monkeypatch):
     def refuse(frame):
         raise AssertionError("the whole frame was collected")
 
+    import metrickit._core.frame as frame
+
     monkeypatch.setattr(stream, "materialize", refuse)
+    monkeypatch.setattr(frame, "materialize", refuse)
     scan = mk.scan_rewards(rewardish, chunk_bytes=4096)
     for m, e in zip(streamed, expected, strict=True):
         assert m(scan) == pytest.approx(e, rel=1e-12), m.name

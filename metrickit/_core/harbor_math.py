@@ -28,14 +28,20 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from metrickit.errors import AggregationError
+
+Number = int | float
+_Agg = Callable[[npt.NDArray[np.float64], npt.NDArray[np.bool_]], Number]
+
 __all__ = [
+    "HARBOR_METRICS",
     "HarborAccumulator",
     "harbor_max",
     "harbor_mean",
@@ -438,3 +444,31 @@ class HarborAccumulator:
             raise ValueError(f"{name}() iterable argument is empty")
         value, is_int = item
         return int(value) if is_int else value
+
+
+def _mean(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
+    # Empty input: 0, as the seed's example metric.py does (Harbor's own Mean would
+    # divide by zero).
+    return 0 if len(values) == 0 else harbor_mean(values, is_int)
+
+
+
+def _empty_raises(name: str, fn: _Agg) -> _Agg:
+    def wrapped(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
+        if len(values) == 0:
+            raise AggregationError(
+                f"{name} of no rows is undefined; Harbor's {name.capitalize()} raises here too. "
+                "Use 'mean' or 'sum' (0 for empty input) or check the input is not empty"
+            )
+        return fn(values, is_int)
+
+    return wrapped
+
+
+
+HARBOR_METRICS: dict[str, _Agg] = {
+    "mean": _mean,
+    "sum": harbor_sum,
+    "min": _empty_raises("min", harbor_min),
+    "max": _empty_raises("max", harbor_max),
+}

@@ -69,3 +69,11 @@ def _check_value(key: str, value: Any) -> tuple[float, int] | str:
         f"value of {key!r} is {_short(value)} ({type_name}); "
         "expected a finite number (JSON int, float, true or false)"
     )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

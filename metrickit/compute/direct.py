@@ -20,19 +20,11 @@ from typing import Any
 import numpy as np
 
 from metrickit._core.harbor_math import HarborAccumulator
+from metrickit._core.values import INT
 from metrickit.compute.stream import _Group, _parsed_columns
 from metrickit.errors import RewardFileError
-from metrickit.io.rewards import (
-    _BOM,
-    INT,
-    _iter_sources,
-    _parse_fast,
-    _raise_message,
-    _RowBuilder,
-    _slow_rows,
-    iter_blocks,
-    split_blocks,
-)
+from metrickit.io.jsonl import _parse_fast, _raise_message, _RowBuilder, _slow_rows
+from metrickit.io.sources import _BOM, _iter_sources, iter_blocks, split_blocks
 
 __all__ = ["aggregate_source"]
 

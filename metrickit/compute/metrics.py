@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.compute.aggregate import HARBOR_METRICS, aggregate, group_indices, reward_arrays
+from metrickit._core.frame import group_indices, reward_arrays
+from metrickit._core.harbor_math import HARBOR_METRICS
+from metrickit.compute.aggregate import aggregate
 from metrickit.errors import MetricError
 
 # While a lazy frame streams batch by batch, the reward keys are those that occur in the
@@ -59,7 +61,7 @@ Reducer = Callable[..., Any]
 def _nw(frame: Any, *, lazy_ok: bool = False) -> Any:
     import narwhals as nw
 
-    from metrickit.compute.stream import is_lazy, materialize
+    from metrickit._core.frame import is_lazy, materialize
 
     if isinstance(frame, nw.DataFrame):
         return frame
@@ -177,7 +179,7 @@ class Metric:
         batch (equal to the eager value to ~1e-15 relative: the sum's order differs);
         other metrics see the collected frame.
         """
-        from metrickit.compute.stream import is_lazy
+        from metrickit._core.frame import is_lazy
 
         streamed = (
             is_lazy(frame)

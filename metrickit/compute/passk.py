@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.frame import Policy
 from metrickit._core.harbor_math import harbor_sum
 from metrickit.errors import PassAtKSkipped, StatsError
-from metrickit.io.harbor import Policy
 
 __all__ = ["PassAtK", "PassAtKSkipped", "harbor_k_values", "pass_at_k"]
 
@@ -167,8 +167,7 @@ def pass_at_k(
     import narwhals as nw
     import pandas as pd
 
-    from metrickit.compute.aggregate import group_indices, reward_arrays
-    from metrickit.io.harbor import _rows_for_policy
+    from metrickit._core.frame import _rows_for_policy, group_indices, reward_arrays
 
     rows = _rows_for_policy(trials, policy)
     nf = nw.from_native(rows, eager_only=True)

@@ -683,7 +683,7 @@ def _finished(df: Any) -> tuple[Any, int]:
 
 
 def _value_column(df: Any, value: str | None) -> str:
-    from metrickit.io.rewards import reward_keys
+    from metrickit._core.frame import reward_keys
 
     if value is not None:
         if value not in df.columns:

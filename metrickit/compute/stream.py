@@ -13,22 +13,23 @@ on the cluster, consumed in order).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from metrickit._core.frame import _native, is_dask, materialize
 from metrickit._core.harbor_math import HarborAccumulator
+from metrickit._core.schema import Parsed
+from metrickit._core.values import INT, KIND_PREFIX, MISSING
 from metrickit.errors import AggregationError
-from metrickit.io.rewards import INT, KIND_PREFIX, MISSING, Parsed
 
 __all__ = [
     "aggregate_lazy",
     "eager_batches",
     "empty_like",
     "is_dask",
-    "is_lazy",
+
     "lazy_reward_keys",
     "materialize",
     "occurring_keys",
@@ -39,36 +40,12 @@ Number = int | float
 Piece = tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], int]
 
 
-def _native(frame: Any) -> Any:
-    """The native frame inside a narwhals LazyFrame (anything else as it is)."""
-    import narwhals as nw
-
-    return frame.to_native() if isinstance(frame, nw.LazyFrame) else frame
 
 
-def is_dask(obj: Any) -> bool:
-    """A Dask DataFrame (without importing dask when it is not in use)."""
-    dd = sys.modules.get("dask.dataframe")
-    return dd is not None and isinstance(obj, dd.DataFrame)
 
 
-def is_lazy(obj: Any) -> bool:
-    """A polars LazyFrame, a Dask DataFrame, or a narwhals LazyFrame around one."""
-    import narwhals as nw
-    import polars as pl
-
-    if isinstance(obj, nw.LazyFrame):
-        obj = obj.to_native()
-    return isinstance(obj, pl.LazyFrame) or is_dask(obj)
 
 
-def materialize(frame: Any) -> Any:
-    """An eager frame with the same rows (polars: streaming engine; Dask: ``compute``)."""
-
-    frame = _native(frame)
-    if is_dask(frame):
-        return frame.compute().reset_index(drop=True)
-    return frame.collect(engine="streaming")
 
 
 class _Group:
@@ -130,7 +107,7 @@ def _frame_pieces(
     batches: Iterable[Any], by: str | Sequence[str] | None
 ) -> Iterator[tuple[Any, Piece]]:
     """(group label, piece) for eager frames given in row order."""
-    from metrickit.compute.aggregate import _finished_trials, group_indices, reward_arrays
+    from metrickit._core.frame import _finished_trials, group_indices, reward_arrays
 
     for batch in batches:
         batch = _finished_trials(batch)
@@ -184,7 +161,7 @@ def empty_like(frame: Any) -> Any:
 def lazy_reward_keys(frame: Any) -> list[str]:
     """The reward keys of a lazy or Dask frame, from its schema."""
 
-    from metrickit.io.rewards import reward_keys
+    from metrickit._core.frame import reward_keys
 
     frame = _native(frame)
     if is_dask(frame):
@@ -199,7 +176,7 @@ def occurring_keys(frame: Any) -> list[str]:
     """The reward keys that occur in a lazy or Dask frame: Harbor's (and the eager
     frame's) key set. A scan's schema is exactly that; any other frame takes a pass."""
 
-    from metrickit.compute.aggregate import reward_arrays
+    from metrickit._core.frame import reward_arrays
     from metrickit.io.scan import SCAN_ATTRIBUTE
 
     native = _native(frame)
@@ -248,11 +225,12 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
 
 def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
     """:func:`metrickit.aggregate` for a lazy or Dask frame, streamed in row order."""
-    from metrickit.compute.aggregate import HARBOR_METRICS
+    from metrickit._core.harbor_math import HARBOR_METRICS
 
     if not isinstance(metric, str):
         if by is not None:
-            from metrickit.compute.aggregate import aggregate, group_indices
+            from metrickit._core.frame import group_indices
+            from metrickit.compute.aggregate import aggregate
 
             eager = materialize(frame)
             import narwhals as nw

@@ -23,18 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.schema import Parsed, _check_names, string_dtype
+from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
 from metrickit.errors import Problem, RewardFileError
-from metrickit.io.rewards import (
-    KIND_PREFIX,
-    KINDS,
-    STATUSES,
-    Parsed,
-    _check_names,
-    _expand,
-    _looks_like_text,
-    _raise_message,
-    string_dtype,
-)
+from metrickit.io.jsonl import _raise_message
+from metrickit.io.sources import _expand, _looks_like_text
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "iter_partitions", "read_rewards_dask"]
 

@@ -44,9 +44,7 @@ trial:
 from __future__ import annotations
 
 import json
-import math
 import os
-import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,37 +52,24 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
+from metrickit._core.schema import _META, _TAIL, _trials_pandas, _trials_polars
+from metrickit._core.values import INVALID, KIND_PREFIX
+from metrickit.errors import HarborJobError, Problem
 from metrickit.io.harbor_trials import (
-    _FLOAT_COLUMNS,
-    _INT_COLUMNS,
-    _META,
-    _TAIL,
-    _TIME_COLUMNS,
     RUNNING,
     _find_jobs,
-    _load_json,
     _read_trial,
     _running_row,
     _subdirs,
     _Trial,
     eval_key,
 )
-from metrickit.errors import HarborJobError, Problem
-from metrickit.io.rewards import INVALID, KIND_PREFIX, KINDS, parse_rows, string_dtype
+from metrickit.io.jsonl import parse_rows
 
-__all__ = [
-    "Policy",
-    "eval_key",
-    "job_metrics",
-    "read_harbor_job",
-    "read_job_result",
-    "summarize_job",
-]
+__all__ = ["eval_key", "read_harbor_job", "read_job_result"]
 
-Policy = Literal["0.25", "0.26"]
 Backend = Literal["pandas", "polars"]
 
-TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
 _PROGRESS_MIN = 200
 
 # ---------------------------------------------------------------------------
@@ -260,109 +245,14 @@ def _build(trials: list[_Trial], backend: Backend) -> Any:
     columns: dict[str, list[Any]] = {c: [t.row[c] for t in trials] for c in (*_META, *_TAIL)
                                      if c != "_status"}
     if backend == "polars":
-        return _to_polars(columns, status, keys, parsed.values, parsed.kinds)
-    return _to_pandas(columns, status, keys, parsed.values, parsed.kinds)
+        return _trials_polars(columns, status, keys, parsed.values, parsed.kinds)
+    return _trials_pandas(columns, status, keys, parsed.values, parsed.kinds)
 
 
-def _to_pandas(
-    columns: dict[str, list[Any]],
-    status: np.ndarray,
-    keys: list[str],
-    values: dict[str, np.ndarray],
-    kinds: dict[str, np.ndarray],
-) -> Any:
-    import pandas as pd
-
-    data: dict[str, Any] = {}
-    for name in _META:
-        if name == "_status":
-            data[name] = pd.Categorical.from_codes(
-                status.astype(np.int8), categories=pd.Index(list(TRIAL_STATUSES))
-            )
-        elif name in ("has_reward", "reward_valid"):
-            data[name] = np.asarray(columns[name], dtype=bool)
-        elif name == "attempt":
-            data[name] = np.asarray(columns[name], dtype=np.int64)
-        else:
-            data[name] = pd.array(columns[name], dtype=string_dtype(columns[name], "string"))
-    for key in keys:
-        data[key] = values[key]
-    for key in keys:
-        data[KIND_PREFIX + key] = pd.Categorical.from_codes(
-            kinds[key], categories=pd.Index(list(KINDS))
-        )
-    for name in _TAIL:
-        col = columns[name]
-        if name in _INT_COLUMNS:
-            data[name] = pd.array(col, dtype="Int64")
-        elif name in _FLOAT_COLUMNS:
-            data[name] = np.array([np.nan if v is None else v for v in col], dtype=np.float64)
-        elif name in _TIME_COLUMNS:
-            data[name] = pd.to_datetime(pd.Series(col, dtype=object), utc=True).astype(
-                "datetime64[us, UTC]"
-            )
-        elif name == "n_steps":
-            data[name] = np.asarray(col, dtype=np.int64)
-        else:
-            data[name] = pd.array(col, dtype=string_dtype(col, "string"))
-    return pd.DataFrame(data)
 
 
-def _to_polars(
-    columns: dict[str, list[Any]],
-    status: np.ndarray,
-    keys: list[str],
-    values: dict[str, np.ndarray],
-    kinds: dict[str, np.ndarray],
-) -> Any:
-    import polars as pl
-
-    series: dict[str, pl.Series] = {}
-    for name in _META:
-        if name == "_status":
-            series[name] = pl.Series(
-                name, [TRIAL_STATUSES[s] for s in status], dtype=pl.Enum(TRIAL_STATUSES)
-            )
-        elif name in ("has_reward", "reward_valid"):
-            series[name] = pl.Series(name, columns[name], dtype=pl.Boolean)
-        elif name == "attempt":
-            series[name] = pl.Series(name, columns[name], dtype=pl.Int64)
-        else:
-            series[name] = _polars_strings(name, columns[name], columns["trial_dir"])
-    for key in keys:
-        series[key] = pl.Series(key, values[key], dtype=pl.Float64)
-    for key in keys:
-        series[KIND_PREFIX + key] = pl.Series(
-            KIND_PREFIX + key, [KINDS[k] for k in kinds[key]], dtype=pl.Enum(KINDS)
-        )
-    for name in _TAIL:
-        col = columns[name]
-        if name in _INT_COLUMNS or name == "n_steps":
-            series[name] = pl.Series(name, col, dtype=pl.Int64)
-        elif name in _FLOAT_COLUMNS:
-            series[name] = pl.Series(name, col, dtype=pl.Float64)
-        elif name in _TIME_COLUMNS:
-            series[name] = pl.Series(name, col, dtype=pl.Datetime("us", "UTC"))
-        else:
-            series[name] = _polars_strings(name, col, columns["trial_dir"])
-    return pl.DataFrame(series)
 
 
-def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
-    """A polars String column; a folder name that is not UTF-8 is refused, naming the trial."""
-    import polars as pl
-
-    from metrickit.io.rewards import not_utf8_label, printable
-
-    for value, folder in zip(col, folders, strict=True):
-        if isinstance(value, str) and not_utf8_label([value]):
-            raise HarborJobError(
-                f"{printable(str(folder))}: the trial folder's path is not UTF-8 (bytes "
-                f"{os.fsencode(str(folder))!r}); polars holds UTF-8 text only, so the "
-                f"{name!r} column cannot hold it. Use backend='pandas' (which keeps the path "
-                "as os.fsdecode gives it) or rename the folder"
-            )
-    return pl.Series(name, col, dtype=pl.String)
 
 
 # ---------------------------------------------------------------------------
@@ -370,97 +260,10 @@ def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
 # ---------------------------------------------------------------------------
 
 
-def _rows_for_policy(trials: Any, policy: Policy) -> Any:
-    """The rows Harbor's job metrics see under ``policy``, as a native frame."""
-    import narwhals as nw
-
-    if policy not in ("0.25", "0.26"):
-        raise ValueError(
-            f"policy={policy!r}; expected '0.25' (a trial without reward counts as 0) or "
-            "'0.26' (it is left out)"
-        )
-    nf = nw.from_native(trials, eager_only=True)
-    for col in ("_status", "reward_valid", "eval"):
-        if col not in nf.columns:
-            raise HarborJobError(
-                f"the frame has no {col!r} column; expected a trial table from read_harbor_job"
-            )
-    status = nf.get_column("_status").cast(nw.String)
-    if (status == "invalid").any():
-        raise HarborJobError(
-            "the trial table has invalid rows (from errors='report'); drop them explicitly "
-            "(trials[trials['_status'] != 'invalid']) before computing job metrics"
-        )
-    keep = status != "running"
-    if policy == "0.26":
-        keep = keep & nf.get_column("reward_valid")
-    return nf.filter(keep).to_native()
 
 
-def job_metrics(
-    trials: Any,
-    *,
-    policy: Policy = "0.25",
-    metric: str = "mean",
-    by: str | Sequence[str] = "eval",
-) -> dict[Any, dict[str, Any]]:
-    """The ``metrics`` Harbor stores in the job's ``result.json``, per evaluation.
-
-    Parameters
-    ----------
-    trials
-        A table from :func:`read_harbor_job`.
-    policy
-        ``"0.25"`` (default, as Harbor's metrics page describes): every finished trial
-        counts; a trial without a reward counts as 0. ``"0.26"``: only trials with
-        ``reward_valid`` count (a reward, and no exception that invalidates it); an
-        evaluation with no such trial gets ``{}`` (Harbor writes ``"metrics": []``).
-        Running trials never count: Harbor computes metrics over finished trials.
-    metric
-        ``"mean"`` (Harbor's default), ``"sum"``, ``"min"`` or ``"max"``.
-    by
-        Grouping column(s); ``"eval"`` is Harbor's.
-
-    Returns
-    -------
-    dict
-        ``{eval_key: {"mean": ...}}``, equal to ``stats.evals[eval_key].metrics[0]``.
-
-    Examples
-    --------
-    >>> import metrickit as mk
-    >>> trials = mk.read_harbor_job("data/harbor_jobs/2025-06-02__10-00-00")
-    >>> job_metrics(trials, policy="0.26")
-    {'terminus-2__claude-sonnet-4-5__terminal-bench-mini': {'mean': 0.5217391304347826}}
-    """
-    from metrickit.compute.aggregate import aggregate, group_indices
-
-    rows = _rows_for_policy(trials, policy)
-    out = aggregate(rows, metric, by=by) if len(rows) else {}
-    # Evaluations with no counted trial: Harbor's "metrics": [] (listed, not dropped).
-    # A running trial whose config.json is not written yet has no evaluation: not listed.
-    return {label: out.get(label, {}) for label in group_indices(_known_rows(trials, by), by)}
 
 
-def _known_rows(trials: Any, by: str | Sequence[str]) -> Any:
-    """``trials`` without the running trials whose group is unknown (a null ``by`` value).
-
-    Harbor creates a trial folder before it writes the trial's ``config.json``; until
-    then the trial is running with no ``eval``. It counts nowhere, so it is no group.
-    """
-    import narwhals as nw
-
-    nf = nw.from_native(trials, eager_only=True)
-    by_cols = [by] if isinstance(by, str) else list(by)
-    if "_status" not in nf.columns or any(c not in nf.columns for c in by_cols):
-        return trials  # group_indices names the missing column
-    unknown = nf.get_column(by_cols[0]).is_null()
-    for col in by_cols[1:]:
-        unknown = unknown | nf.get_column(col).is_null()
-    unknown = unknown & (nf.get_column("_status").cast(nw.String) == "running")
-    if not unknown.any():
-        return trials
-    return nf.filter(~unknown).to_native()
 
 
 def read_job_result(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -492,114 +295,10 @@ def read_job_result(path: str | os.PathLike[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-def _fmt_int(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else (
-        f"{int(value):,}"
-    )
 
 
-def _detect_policy(path: Path) -> tuple[Policy, str]:
-    versions = set()
-    for job in _find_jobs(path):
-        obj = _load_json(job / "result.json")
-        if isinstance(obj, dict):
-            versions.add("0.26" if "schema_version" in obj else "0.25")
-    if versions == {"0.26"}:
-        return "0.26", "the job result.json has schema_version: written by Harbor >= 0.26"
-    return "0.25", "Harbor 0.25's rule, as the metrics page describes"
 
 
-def summarize_job(
-    path: str | os.PathLike[str], *, policy: Policy | Literal["auto"] = "auto"
-) -> str:
-    """Readable per-evaluation summary of a Harbor job folder (``metrickit summarize``).
-
-    Per evaluation: trials (finished / running), mean ± 95% CI of each reward key (analytic;
-    clustered by task when tasks have several attempts), Harbor's metric under ``policy``,
-    pass@k, errors by type, tokens and cost. ``policy="auto"`` uses 0.26 when every job's
-    ``result.json`` was written by Harbor >= 0.26 (it has ``schema_version``), else 0.25.
-    """
-    import pandas as pd
-
-    from metrickit.compute.passk import PassAtKSkipped, pass_at_k
-    from metrickit.io.rewards import reward_keys
-    from metrickit.compute.stats import mean_ci
-
-    why = "chosen by the caller"
-    if policy == "auto":
-        policy, why = _detect_policy(Path(path))
-    trials = read_harbor_job(path, progress=False)
-    metrics = job_metrics(trials, policy=policy)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PassAtKSkipped)
-        passk = pass_at_k(trials, policy=policy)
-    keys = reward_keys(trials)
-    lines = [
-        f"Harbor job {Path(path)}: {len(trials)} trial(s)",
-        f"policy {policy} ({why})",
-    ]
-    known = _known_rows(trials, "eval")
-    if len(known) < len(trials):
-        lines.append(
-            f"{len(trials) - len(known)} running trial(s) without config.json yet "
-            "(evaluation not known, not counted)"
-        )
-    for label, idx in _groups(known):
-        sub = known.iloc[idx]
-        running = int((sub["_status"].astype(str) == "running").sum())
-        done = sub[sub["_status"].astype(str) != "running"]
-        lines.append("")
-        lines.append(f"{label}")
-        lines.append(
-            f"  trials: {len(done)} finished, {running} running; tasks: "
-            f"{done['task_name'].nunique()}; with reward: {int(done['has_reward'].sum())}"
-        )
-        # The interval is for the number Harbor reports: the trials its policy counts.
-        counted = done if policy == "0.25" else done[done["reward_valid"].astype(bool)]
-        for key in keys:
-            present = done[KIND_PREFIX + key].astype(str) != "missing"
-            if not present.any() or len(counted) == 0:
-                continue
-            ci = mean_ci(
-                counted[key].to_numpy(dtype=float), clusters=counted["task_name"].to_numpy()
-            )
-            spread = (
-                "" if math.isnan(ci.half_width) else f" [{ci.low:.4f}, {ci.high:.4f}]"
-            )
-            tasks = f", tasks={ci.n_clusters}" if ci.n_clusters else ""
-            note = f"; {ci.note}" if ci.note else ""
-            lines.append(
-                f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, "
-                f"trials={ci.n}{tasks}, policy {policy}{note})"
-            )
-        lines.append(f"  Harbor metrics ({policy}): {metrics.get(label, {})}")
-        if label in passk.skipped:
-            lines.append(f"  pass@k: not computed ({passk.skipped[label]})")
-        elif passk.harbor.get(label):
-            shown = ", ".join(f"pass@{k} {v:.4f}" for k, v in passk.harbor[label].items())
-            lines.append(f"  {shown}")
-        else:
-            lines.append("  pass@k: none (a task has fewer than 2 finished trials)")
-        errors = done["exception_type"].dropna().value_counts()
-        if len(errors):
-            listed = ", ".join(f"{name} {count}" for name, count in errors.items())
-            lines.append(f"  errors: {int(errors.sum())} ({listed})")
-        else:
-            lines.append("  errors: 0")
-        cost = pd.to_numeric(done["cost_usd"]).sum(min_count=1)
-        lines.append(
-            "  tokens: input {} (cache {}), output {}; cost ${}".format(
-                _fmt_int(done["n_input_tokens"].sum(min_count=1)),
-                _fmt_int(done["n_cache_tokens"].sum(min_count=1)),
-                _fmt_int(done["n_output_tokens"].sum(min_count=1)),
-                "-" if pd.isna(cost) else f"{cost:.4f}",
-            )
-        )
-    return "\n".join(lines)
 
 
-def _groups(trials: Any) -> list[tuple[Any, np.ndarray]]:
-    from metrickit.compute.aggregate import group_indices
-
-    return list(group_indices(trials, "eval").items())
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from metrickit._core.schema import _META, _TAIL
 from metrickit._core.values import INVALID, NULL, _check_value
 from metrickit.errors import HarborJobError, Problem
 
@@ -49,22 +50,6 @@ INVALID_REWARD_EXCEPTIONS = frozenset(
     }
 )
 
-_META = (
-    "job", "eval", "agent", "agent_version", "model", "model_provider", "source",
-    "task_name", "trial_name", "attempt", "_status", "has_reward", "reward_valid",
-)
-_TAIL = (
-    "exception_type", "exception_message", "step_exception_type",
-    "n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd", "n_steps",
-    "started_at", "finished_at", "environment_setup_ms", "agent_setup_ms",
-    "agent_execution_ms", "verifier_ms", "total_ms", "trial_dir",
-)
-_INT_COLUMNS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens")
-_FLOAT_COLUMNS = (
-    "cost_usd", "environment_setup_ms", "agent_setup_ms", "agent_execution_ms",
-    "verifier_ms", "total_ms",
-)
-_TIME_COLUMNS = ("started_at", "finished_at")
 
 
 def eval_key(agent: str, model: str | None, source: str | None) -> str:

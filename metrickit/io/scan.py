@@ -27,23 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from metrickit._core.schema import Parsed, _check_names, _polars_enum, not_utf8_label, printable
+from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
 from metrickit.errors import Problem, RewardFileError
-from metrickit.io.rewards import (
-    _BOM,
-    KIND_PREFIX,
-    KINDS,
-    STATUSES,
-    Parsed,
-    _check_names,
-    _expand,
-    _parse_slow,
-    _polars_enum,
-    _raise_message,
-    iter_blocks,
-    not_utf8_label,
-    parse_bytes,
-    printable,
-)
+from metrickit.io.jsonl import _parse_slow, _raise_message, parse_bytes
+from metrickit.io.sources import _BOM, _expand, iter_blocks
 
 if TYPE_CHECKING:
     import polars as pl

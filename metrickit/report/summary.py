@@ -41,7 +41,8 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
     """Rows, null/empty rows, rows missing a key, and per-key mean/min/max (zero-filled)."""
     import narwhals as nw
 
-    from metrickit.compute.aggregate import aggregate, reward_arrays
+    from metrickit._core.frame import reward_arrays
+    from metrickit.compute.aggregate import aggregate
 
     nf = nw.from_native(frame, eager_only=True)
     n = len(nf)
@@ -86,16 +87,12 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
 
 
 def summarize_path(path: Path) -> str:
-    """Summary of a reward file (or, once supported, a Harbor job folder)."""
+    """Summary of a reward file or a Harbor job folder."""
     from metrickit.io.rewards import read_rewards
 
     path = Path(path)
     if path.is_dir():
-        import importlib
+        from metrickit.compute.jobs import summarize_job
 
-        harbor = importlib.import_module("metrickit.io.harbor")
-        summarize_job = getattr(harbor, "summarize_job", None)
-        if summarize_job is None:
-            raise NotImplementedError("summarizing a Harbor job folder is not available yet")
         return str(summarize_job(path))
     return summarize_rewards(read_rewards(path), title=str(path))

@@ -356,8 +356,8 @@ def _main() -> None:
         channel.write(_dumps(obj) + "\n")
         channel.flush()
 
-    from metrickit.scoring.judge import set_judge
     from metrickit.errors import JudgeNotConfiguredError, ScorerError
+    from metrickit.scoring.judge import set_judge
     from metrickit.scoring.scorers import (
         _scorer_file,
         _spec_problems,

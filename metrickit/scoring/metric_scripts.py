@@ -33,16 +33,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit.compute.aggregate import category_codes, group_indices, reward_arrays
+from metrickit._core.frame import category_codes, group_indices, reward_arrays
 from metrickit._core.proc import TailReader, end_group, join_readers
+from metrickit._core.values import NULL, STATUSES
+from metrickit.compute.metrics import Metric
 from metrickit.errors import (
     MetricError,
     MetricScriptExit,
     MetricScriptOutputError,
     MetricScriptTimeout,
 )
-from metrickit.compute.metrics import Metric
-from metrickit.io.rewards import NULL, STATUSES, read_rewards
+from metrickit.io.rewards import read_rewards
 
 __all__ = [
     "MAX_TIMEOUT",

@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
 from metrickit.scoring.current import _measurement, measured, observation, service_cost
 from metrickit.scoring.judge import set_judge
-from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
 
 __all__ = [
     "DEFAULT_TIMEOUT",

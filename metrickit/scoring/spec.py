@@ -36,8 +36,8 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.scoring.current import _measurement, observation, service_cost
 from metrickit.errors import RewardInputError, ScorerError, SpecError
+from metrickit.scoring.current import _measurement, observation, service_cost
 
 __all__ = ["PARTS", "SHAPES", "RewardSpec", "reward"]
 

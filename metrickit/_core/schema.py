@@ -1,0 +1,391 @@
+"""The frame schema, declared once: how parsed reward columns and trial records become a
+pandas or polars DataFrame. Every reader (files, scans, Dask partitions, Harbor job folders,
+other evaluation formats) builds its frames here, so the backends cannot drift."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from metrickit._core.values import KIND_PREFIX, KINDS, META_COLUMNS, STATUSES, _is_utf8
+from metrickit.errors import HarborJobError, RewardFileError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+Backend = Literal["pandas", "polars"]
+
+#: The frame readers refuse input whose frame would hold more zero-filled cells (rows x
+#: keys minus the cells in the data) than this: many distinct keys on few rows.
+#: ``metrickit.aggregate(path)`` and ``metrickit aggregate`` still answer, in memory that
+#: grows with the data.
+MAX_FILLED_CELLS = 20_000_000
+
+
+
+@dataclass
+class Parsed:
+    """Column arrays of one source, before they become a DataFrame."""
+
+    source: str
+    lines: npt.NDArray[np.int64]
+    status: npt.NDArray[np.uint8]
+    values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    kinds: dict[str, npt.NDArray[np.uint8]] = field(default_factory=dict)
+    #: how many ``\n`` the parsed bytes held: the line offset of the block after it
+    newlines: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.lines)
+
+
+
+def _merge(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
+    """One array per column from the parsed parts, *consuming* them: each part's arrays
+    are dropped as soon as they are copied, so the merge needs one column's worth of
+    memory on top of the parts, not a second copy of everything."""
+    keys = sorted({k for p in parts for k in p.values})
+    sizes = [p.n for p in parts]
+    n = sum(sizes)
+    unique_sources = list(dict.fromkeys(p.source for p in parts))
+    source_codes = np.empty(n, dtype=np.int8 if len(unique_sources) < 128 else np.int32)
+    at = 0
+    for p, size in zip(parts, sizes, strict=True):
+        source_codes[at : at + size] = unique_sources.index(p.source)
+        at += size
+
+    def take(pieces: list[Any], dtype: Any) -> Any:
+        if len(pieces) == 1:
+            return pieces[0]
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype)
+
+    lines = take([p.lines for p in parts], np.int64)
+    status = take([p.status for p in parts], np.uint8)
+    for p in parts:
+        p.lines, p.status = np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    values: dict[str, npt.NDArray[np.float64]] = {}
+    kinds: dict[str, npt.NDArray[np.uint8]] = {}
+    for key in keys:
+        values[key] = take(
+            [_pop(p.values, key, size, np.float64) for p, size in zip(parts, sizes, strict=True)],
+            np.float64,
+        )
+        kinds[key] = take(
+            [_pop(p.kinds, key, size, np.uint8) for p, size in zip(parts, sizes, strict=True)],
+            np.uint8,
+        )
+    assert len(lines) == n
+    return keys, {
+        "sources": unique_sources,
+        "source_codes": source_codes,
+        "lines": lines,
+        "status": status,
+        "values": values,
+        "kinds": kinds,
+    }
+
+
+
+def _pop(columns: dict[str, Any], key: str, size: int, dtype: Any) -> Any:
+    """A part's column, removed from the part; zeros (missing) where it lacks the key."""
+    column = columns.pop(key, None)
+    return np.zeros(size, dtype) if column is None else column
+
+
+
+def _check_filled(source: str, rows: int, keys: int, cells: int) -> None:
+    """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells."""
+    filled = rows * keys - cells
+    if filled > MAX_FILLED_CELLS:
+        raise RewardFileError(
+            f"{source}: {rows:,} rows x {keys:,} reward keys would make a frame of "
+            f"{rows * keys:,} cells, {filled:,} of them zero-filled (the frame readers stop "
+            f"at {MAX_FILLED_CELLS:,} zero-filled cells: metrickit.io.rewards.MAX_FILLED_CELLS); "
+            "use metrickit.aggregate(path) or `metrickit aggregate`, which aggregate key by "
+            "key in memory that grows with the data"
+        )
+
+
+
+def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
+    reserved = set(META_COLUMNS) | {KIND_PREFIX + k for k in keys}
+    clash = [k for k in keys if k in reserved]
+    if clash:
+        where = ""  # the first line with the key, when the parts are at hand
+        for part in parts:
+            kinds = part.kinds.get(clash[0])
+            if kinds is not None and kinds.any():
+                where = f"{part.source}:{int(part.lines[np.flatnonzero(kinds)[0]])}: "
+                break
+        raise RewardFileError(
+            f"{where}reward key {clash[0]!r} clashes with a metadata column metrickit adds "
+            f"({', '.join(META_COLUMNS)}, {KIND_PREFIX}<key>), so no frame can hold it; "
+            "metrickit.aggregate(path) and `metrickit aggregate` build no metadata columns "
+            "and give Harbor's answer, or rename the key"
+        )
+
+
+
+def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
+    """Turn parsed sources into one DataFrame of the chosen backend."""
+    names = sorted({k for p in parts for k in p.values})
+    _check_names(names, parts)
+    if len(parts) > 1:
+        cells = sum(int(np.count_nonzero(kinds)) for p in parts for kinds in p.kinds.values())
+        source = parts[0].source if len({p.source for p in parts}) == 1 else "the input"
+        _check_filled(source, sum(p.n for p in parts), len(names), cells)
+    keys, cols = _merge(parts)
+    if backend == "polars":
+        return _to_polars(keys, cols)
+    return _to_pandas(keys, cols)
+
+
+
+def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
+    """``default`` (a pandas dtype), or the Python-backed string dtype when a value is not
+    UTF-8 text.
+
+    A path that is not UTF-8 (legal on Linux: ``os.fsdecode`` keeps its bytes as lone
+    surrogates) cannot be stored in Arrow, which holds pandas' default strings; the
+    Python-backed string dtype keeps it exactly as ``os.fsdecode`` gives it.
+    """
+    import pandas as pd
+
+    for value in values:
+        if isinstance(value, str) and not value.isascii() and not _is_utf8(value):
+            return pd.StringDtype("python")
+    return default
+
+
+
+def printable(name: str) -> str:
+    """``name`` with the bytes of a non-UTF-8 path shown as ``\\xe9`` escapes (printable)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace") if not _is_utf8(name) else name
+
+
+
+def not_utf8_label(names: Iterable[str], backend: str = "polars") -> str | None:
+    """The message refusing a source label (path) that is not UTF-8, or None if all are."""
+    for name in names:
+        if not name.isascii() and not _is_utf8(name):
+            return (
+                f"{printable(name)}: the path is not UTF-8 (bytes {os.fsencode(name)!r}); "
+                f"{backend} holds UTF-8 text only, so it cannot label rows with this path. Use "
+                "backend='pandas' (which keeps the path as os.fsdecode gives it), aggregate "
+                "it with metrickit.aggregate (no label needed), or rename the file"
+            )
+    return None
+
+
+
+def _to_pandas(keys: list[str], cols: dict[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
+    data: dict[str, Any] = {
+        "_source": pd.Categorical.from_codes(
+            cols["source_codes"],
+            categories=pd.Index(cols["sources"], dtype=string_dtype(cols["sources"])),
+        )
+        if cols["sources"]
+        else pd.Categorical([], categories=[]),
+        "_line": cols["lines"],
+        "_status": pd.Categorical.from_codes(cols["status"], categories=pd.Index(list(STATUSES))),
+    }
+    for key in keys:
+        data[key] = cols["values"][key]
+    for key in keys:
+        data[KIND_PREFIX + key] = pd.Categorical.from_codes(
+            cols["kinds"][key], categories=pd.Index(list(KINDS))
+        )
+    return pd.DataFrame(data, copy=False)
+
+
+
+def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Series:
+    import polars as pl
+
+    # gather on the categories themselves: the codes become the Enum's physical values
+    return pl.Series(list(categories), dtype=pl.Enum(categories)).gather(
+        codes.astype(np.uint32, copy=False)
+    )
+
+
+
+def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
+    import polars as pl
+
+    refused = not_utf8_label(cols["sources"])
+    if refused:
+        raise RewardFileError(refused)
+    if not cols["sources"]:  # no input at all (so no keys either): nothing to gather
+        return pl.DataFrame(
+            schema={"_source": pl.Enum([]), "_line": pl.Int64, "_status": pl.Enum(STATUSES)}
+        )
+    # The numpy columns as they are (codes included), then one select that turns every
+    # code column into its Enum by a gather on the categories: polars runs them in
+    # parallel, ~4x faster than one Series at a time.
+    raw: dict[str, Any] = {
+        "_source": cols["source_codes"],
+        "_line": cols["lines"],
+        "_status": cols["status"],
+    }
+    enums: dict[str, Sequence[str]] = {"_source": cols["sources"], "_status": STATUSES}
+    for key in keys:
+        raw[key] = cols["values"][key]
+    for key in keys:
+        raw[KIND_PREFIX + key] = cols["kinds"][key]
+        enums[KIND_PREFIX + key] = KINDS
+
+    def column(index: int, name: str) -> pl.Expr:
+        # by position: pl.col("^a$") would be a regex, and a reward key may look like one
+        if name not in enums:
+            return pl.nth(index)
+        categories = pl.Series(list(enums[name]), dtype=pl.Enum(enums[name]))
+        return pl.lit(categories).gather(pl.nth(index)).alias(name)
+
+    # a dict keeps an empty-string key as a column name (a list of Series renames it)
+    return pl.DataFrame(raw).select([column(i, name) for i, name in enumerate(raw)])
+
+
+TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
+
+
+
+def _trials_pandas(
+    columns: dict[str, list[Any]],
+    status: np.ndarray,
+    keys: list[str],
+    values: dict[str, np.ndarray],
+    kinds: dict[str, np.ndarray],
+) -> Any:
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    for name in _META:
+        if name == "_status":
+            data[name] = pd.Categorical.from_codes(
+                status.astype(np.int8), categories=pd.Index(list(TRIAL_STATUSES))
+            )
+        elif name in ("has_reward", "reward_valid"):
+            data[name] = np.asarray(columns[name], dtype=bool)
+        elif name == "attempt":
+            data[name] = np.asarray(columns[name], dtype=np.int64)
+        else:
+            data[name] = pd.array(columns[name], dtype=string_dtype(columns[name], "string"))
+    for key in keys:
+        data[key] = values[key]
+    for key in keys:
+        data[KIND_PREFIX + key] = pd.Categorical.from_codes(
+            kinds[key], categories=pd.Index(list(KINDS))
+        )
+    for name in _TAIL:
+        col = columns[name]
+        if name in _INT_COLUMNS:
+            data[name] = pd.array(col, dtype="Int64")
+        elif name in _FLOAT_COLUMNS:
+            data[name] = np.array([np.nan if v is None else v for v in col], dtype=np.float64)
+        elif name in _TIME_COLUMNS:
+            data[name] = pd.to_datetime(pd.Series(col, dtype=object), utc=True).astype(
+                "datetime64[us, UTC]"
+            )
+        elif name == "n_steps":
+            data[name] = np.asarray(col, dtype=np.int64)
+        else:
+            data[name] = pd.array(col, dtype=string_dtype(col, "string"))
+    return pd.DataFrame(data)
+
+
+
+def _trials_polars(
+    columns: dict[str, list[Any]],
+    status: np.ndarray,
+    keys: list[str],
+    values: dict[str, np.ndarray],
+    kinds: dict[str, np.ndarray],
+) -> Any:
+    import polars as pl
+
+    series: dict[str, pl.Series] = {}
+    for name in _META:
+        if name == "_status":
+            series[name] = pl.Series(
+                name, [TRIAL_STATUSES[s] for s in status], dtype=pl.Enum(TRIAL_STATUSES)
+            )
+        elif name in ("has_reward", "reward_valid"):
+            series[name] = pl.Series(name, columns[name], dtype=pl.Boolean)
+        elif name == "attempt":
+            series[name] = pl.Series(name, columns[name], dtype=pl.Int64)
+        else:
+            series[name] = _polars_strings(name, columns[name], columns["trial_dir"])
+    for key in keys:
+        series[key] = pl.Series(key, values[key], dtype=pl.Float64)
+    for key in keys:
+        series[KIND_PREFIX + key] = pl.Series(
+            KIND_PREFIX + key, [KINDS[k] for k in kinds[key]], dtype=pl.Enum(KINDS)
+        )
+    for name in _TAIL:
+        col = columns[name]
+        if name in _INT_COLUMNS or name == "n_steps":
+            series[name] = pl.Series(name, col, dtype=pl.Int64)
+        elif name in _FLOAT_COLUMNS:
+            series[name] = pl.Series(name, col, dtype=pl.Float64)
+        elif name in _TIME_COLUMNS:
+            series[name] = pl.Series(name, col, dtype=pl.Datetime("us", "UTC"))
+        else:
+            series[name] = _polars_strings(name, col, columns["trial_dir"])
+    return pl.DataFrame(series)
+
+
+
+def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
+    """A polars String column; a folder name that is not UTF-8 is refused, naming the trial."""
+    import polars as pl
+
+    from metrickit._core.schema import not_utf8_label, printable
+
+    for value, folder in zip(col, folders, strict=True):
+        if isinstance(value, str) and not_utf8_label([value]):
+            raise HarborJobError(
+                f"{printable(str(folder))}: the trial folder's path is not UTF-8 (bytes "
+                f"{os.fsencode(str(folder))!r}); polars holds UTF-8 text only, so the "
+                f"{name!r} column cannot hold it. Use backend='pandas' (which keeps the path "
+                "as os.fsdecode gives it) or rename the folder"
+            )
+    return pl.Series(name, col, dtype=pl.String)
+
+
+_META = (
+    "job", "eval", "agent", "agent_version", "model", "model_provider", "source",
+    "task_name", "trial_name", "attempt", "_status", "has_reward", "reward_valid",
+)
+
+
+
+_TAIL = (
+    "exception_type", "exception_message", "step_exception_type",
+    "n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd", "n_steps",
+    "started_at", "finished_at", "environment_setup_ms", "agent_setup_ms",
+    "agent_execution_ms", "verifier_ms", "total_ms", "trial_dir",
+)
+
+
+
+_INT_COLUMNS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens")
+
+
+
+_FLOAT_COLUMNS = (
+    "cost_usd", "environment_setup_ms", "agent_setup_ms", "agent_execution_ms",
+    "verifier_ms", "total_ms",
+)
+
+
+
+_TIME_COLUMNS = ("started_at", "finished_at")

@@ -1,0 +1,202 @@
+"""What a Harbor job reports: its metrics per evaluation (Harbor 0.25 or 0.26 policy) and the
+summary of a job folder with task-clustered intervals and pass@k."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from metrickit._core.frame import Policy, _rows_for_policy
+from metrickit._core.values import KIND_PREFIX
+from metrickit.io.harbor import read_harbor_job
+from metrickit.io.harbor_trials import _find_jobs, _load_json
+
+
+def job_metrics(
+    trials: Any,
+    *,
+    policy: Policy = "0.25",
+    metric: str = "mean",
+    by: str | Sequence[str] = "eval",
+) -> dict[Any, dict[str, Any]]:
+    """The ``metrics`` Harbor stores in the job's ``result.json``, per evaluation.
+
+    Parameters
+    ----------
+    trials
+        A table from :func:`read_harbor_job`.
+    policy
+        ``"0.25"`` (default, as Harbor's metrics page describes): every finished trial
+        counts; a trial without a reward counts as 0. ``"0.26"``: only trials with
+        ``reward_valid`` count (a reward, and no exception that invalidates it); an
+        evaluation with no such trial gets ``{}`` (Harbor writes ``"metrics": []``).
+        Running trials never count: Harbor computes metrics over finished trials.
+    metric
+        ``"mean"`` (Harbor's default), ``"sum"``, ``"min"`` or ``"max"``.
+    by
+        Grouping column(s); ``"eval"`` is Harbor's.
+
+    Returns
+    -------
+    dict
+        ``{eval_key: {"mean": ...}}``, equal to ``stats.evals[eval_key].metrics[0]``.
+
+    Examples
+    --------
+    >>> import metrickit as mk
+    >>> trials = mk.read_harbor_job("data/harbor_jobs/2025-06-02__10-00-00")
+    >>> job_metrics(trials, policy="0.26")
+    {'terminus-2__claude-sonnet-4-5__terminal-bench-mini': {'mean': 0.5217391304347826}}
+    """
+    from metrickit._core.frame import group_indices
+    from metrickit.compute.aggregate import aggregate
+
+    rows = _rows_for_policy(trials, policy)
+    out = aggregate(rows, metric, by=by) if len(rows) else {}
+    # Evaluations with no counted trial: Harbor's "metrics": [] (listed, not dropped).
+    # A running trial whose config.json is not written yet has no evaluation: not listed.
+    return {label: out.get(label, {}) for label in group_indices(_known_rows(trials, by), by)}
+
+
+
+def _known_rows(trials: Any, by: str | Sequence[str]) -> Any:
+    """``trials`` without the running trials whose group is unknown (a null ``by`` value).
+
+    Harbor creates a trial folder before it writes the trial's ``config.json``; until
+    then the trial is running with no ``eval``. It counts nowhere, so it is no group.
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    by_cols = [by] if isinstance(by, str) else list(by)
+    if "_status" not in nf.columns or any(c not in nf.columns for c in by_cols):
+        return trials  # group_indices names the missing column
+    unknown = nf.get_column(by_cols[0]).is_null()
+    for col in by_cols[1:]:
+        unknown = unknown | nf.get_column(col).is_null()
+    unknown = unknown & (nf.get_column("_status").cast(nw.String) == "running")
+    if not unknown.any():
+        return trials
+    return nf.filter(~unknown).to_native()
+
+
+
+def _fmt_int(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else (
+        f"{int(value):,}"
+    )
+
+
+
+def _detect_policy(path: Path) -> tuple[Policy, str]:
+    versions = set()
+    for job in _find_jobs(path):
+        obj = _load_json(job / "result.json")
+        if isinstance(obj, dict):
+            versions.add("0.26" if "schema_version" in obj else "0.25")
+    if versions == {"0.26"}:
+        return "0.26", "the job result.json has schema_version: written by Harbor >= 0.26"
+    return "0.25", "Harbor 0.25's rule, as the metrics page describes"
+
+
+
+def summarize_job(
+    path: str | os.PathLike[str], *, policy: Policy | Literal["auto"] = "auto"
+) -> str:
+    """Readable per-evaluation summary of a Harbor job folder (``metrickit summarize``).
+
+    Per evaluation: trials (finished / running), mean ± 95% CI of each reward key (analytic;
+    clustered by task when tasks have several attempts), Harbor's metric under ``policy``,
+    pass@k, errors by type, tokens and cost. ``policy="auto"`` uses 0.26 when every job's
+    ``result.json`` was written by Harbor >= 0.26 (it has ``schema_version``), else 0.25.
+    """
+    import pandas as pd
+
+    from metrickit._core.frame import reward_keys
+    from metrickit.compute.passk import PassAtKSkipped, pass_at_k
+    from metrickit.compute.stats import mean_ci
+
+    why = "chosen by the caller"
+    if policy == "auto":
+        policy, why = _detect_policy(Path(path))
+    trials = read_harbor_job(path, progress=False)
+    metrics = job_metrics(trials, policy=policy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PassAtKSkipped)
+        passk = pass_at_k(trials, policy=policy)
+    keys = reward_keys(trials)
+    lines = [
+        f"Harbor job {Path(path)}: {len(trials)} trial(s)",
+        f"policy {policy} ({why})",
+    ]
+    known = _known_rows(trials, "eval")
+    if len(known) < len(trials):
+        lines.append(
+            f"{len(trials) - len(known)} running trial(s) without config.json yet "
+            "(evaluation not known, not counted)"
+        )
+    for label, idx in _groups(known):
+        sub = known.iloc[idx]
+        running = int((sub["_status"].astype(str) == "running").sum())
+        done = sub[sub["_status"].astype(str) != "running"]
+        lines.append("")
+        lines.append(f"{label}")
+        lines.append(
+            f"  trials: {len(done)} finished, {running} running; tasks: "
+            f"{done['task_name'].nunique()}; with reward: {int(done['has_reward'].sum())}"
+        )
+        # The interval is for the number Harbor reports: the trials its policy counts.
+        counted = done if policy == "0.25" else done[done["reward_valid"].astype(bool)]
+        for key in keys:
+            present = done[KIND_PREFIX + key].astype(str) != "missing"
+            if not present.any() or len(counted) == 0:
+                continue
+            ci = mean_ci(
+                counted[key].to_numpy(dtype=float), clusters=counted["task_name"].to_numpy()
+            )
+            spread = (
+                "" if math.isnan(ci.half_width) else f" [{ci.low:.4f}, {ci.high:.4f}]"
+            )
+            tasks = f", tasks={ci.n_clusters}" if ci.n_clusters else ""
+            note = f"; {ci.note}" if ci.note else ""
+            lines.append(
+                f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, "
+                f"trials={ci.n}{tasks}, policy {policy}{note})"
+            )
+        lines.append(f"  Harbor metrics ({policy}): {metrics.get(label, {})}")
+        if label in passk.skipped:
+            lines.append(f"  pass@k: not computed ({passk.skipped[label]})")
+        elif passk.harbor.get(label):
+            shown = ", ".join(f"pass@{k} {v:.4f}" for k, v in passk.harbor[label].items())
+            lines.append(f"  {shown}")
+        else:
+            lines.append("  pass@k: none (a task has fewer than 2 finished trials)")
+        errors = done["exception_type"].dropna().value_counts()
+        if len(errors):
+            listed = ", ".join(f"{name} {count}" for name, count in errors.items())
+            lines.append(f"  errors: {int(errors.sum())} ({listed})")
+        else:
+            lines.append("  errors: 0")
+        cost = pd.to_numeric(done["cost_usd"]).sum(min_count=1)
+        lines.append(
+            "  tokens: input {} (cache {}), output {}; cost ${}".format(
+                _fmt_int(done["n_input_tokens"].sum(min_count=1)),
+                _fmt_int(done["n_cache_tokens"].sum(min_count=1)),
+                _fmt_int(done["n_output_tokens"].sum(min_count=1)),
+                "-" if pd.isna(cost) else f"{cost:.4f}",
+            )
+        )
+    return "\n".join(lines)
+
+
+
+def _groups(trials: Any) -> list[tuple[Any, np.ndarray]]:
+    from metrickit._core.frame import group_indices
+
+    return list(group_indices(trials, "eval").items())
