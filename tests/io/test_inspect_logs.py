@@ -1,0 +1,240 @@
+"""read_inspect_log on logs written by a real, offline Inspect AI run (tests/io/inspect_fixture.py),
+checked column by column against the same logs read with Inspect's own API."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+import metrickit as mk  # noqa: E402
+from metrickit.errors import RewardInputError  # noqa: E402
+from metrickit.io.inspect_logs import read_inspect_log  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from trial_schema_check import assert_trial_schema  # noqa: E402
+
+pytestmark = pytest.mark.slow  # the session fixture runs an Inspect eval (~3-5 s)
+
+
+@pytest.fixture(scope="session")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The logs of one real Inspect run, made in a child process: Inspect's event loop
+    leaves anyio streams for the garbage collector (ResourceWarning), which
+    ``filterwarnings = error`` would turn into errors of whichever test collects them."""
+    folder = tmp_path_factory.mktemp("inspect_logs")
+    subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "inspect_fixture.py"), str(folder)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return {name: folder / name for name in ("eval", "json", "partial")}
+
+
+def _expected_rows(folder: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """What each row must hold, from Inspect's full log read (not the summaries)."""
+    from inspect_ai.log import list_eval_logs, read_eval_log
+    from inspect_ai.scorer import value_to_float
+
+    to_float = value_to_float()
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for info in list_eval_logs(str(folder)):
+        log = read_eval_log(info)
+        model = log.eval.model.split("/", 1)[1]
+        for s in log.samples or []:
+            rewards: dict[str, float] = {}
+            for name, score in (s.scores or {}).items():
+                if isinstance(score.value, dict):
+                    for key, v in score.value.items():
+                        rewards[f"{name}.{key}"] = to_float(v)
+                else:
+                    rewards[name] = to_float(score.value)
+            usage = list(s.model_usage.values())
+            out[(model, str(s.id), s.epoch)] = {
+                "rewards": rewards,
+                "error": s.error.message if s.error else None,
+                "limit": s.limit,
+                "uuid": s.uuid,
+                "total_ms": s.total_time * 1000,
+                "working_ms": s.working_time * 1000,
+                "n_input_tokens": sum(u.input_tokens for u in usage) if usage else None,
+                "n_output_tokens": sum(u.output_tokens for u in usage) if usage else None,
+                "cost_usd": sum(u.total_cost or 0 for u in usage) if usage else None,
+                "started_at": s.started_at,
+                "completed_at": s.completed_at,
+                "task": log.eval.task,
+                "run_id": log.eval.run_id,
+                "agent": log.eval.solver or "+".join(st.solver for st in log.plan.steps),
+            }
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_every_column_matches_inspects_own_read(logs: dict[str, Path], fmt: str) -> None:
+    import pandas as pd
+
+    trials = read_inspect_log(logs[fmt])
+    expected = _expected_rows(logs[fmt])
+    assert len(trials) == len(expected) == 2 * 4 * 3
+    assert set(trials["model"]) == {"model", "other"}
+    assert set(trials["model_provider"]) == {"mockllm"}
+    reward_keys = ["exact", "graded.correct", "graded.f1"]
+    assert mk.reward_keys(trials) == reward_keys
+    for row in trials.to_dict("records"):
+        want = expected[(row["model"], row["task_name"], row["attempt"])]
+        assert row["source"] == want["task"] == "tiny"
+        assert row["agent"] == want["agent"] == "maybe_fail"
+        assert row["eval"] == f"maybe_fail__{row['model']}__tiny"
+        assert row["job"] == want["run_id"]
+        assert row["trial_name"] == want["uuid"]
+        assert row["trial_dir"].endswith("." + fmt)
+        assert row["total_ms"] == pytest.approx(want["total_ms"])
+        assert row["agent_execution_ms"] == pytest.approx(want["working_ms"])
+        for column in ("n_input_tokens", "n_output_tokens", "cost_usd"):
+            if want[column] is None:  # a sample that failed before calling the model
+                assert pd.isna(row[column]), column
+            else:
+                assert row[column] == pytest.approx(want[column]), column
+        assert pd.isna(row["n_cache_tokens"])
+        assert row["started_at"] == pd.Timestamp(want["started_at"])
+        assert row["finished_at"] == pd.Timestamp(want["completed_at"])
+        for column in ("agent_version", "step_exception_type", "n_steps", "verifier_ms"):
+            assert pd.isna(row[column]), column
+        if want["error"]:
+            assert (row["task_name"], row["attempt"]) == ("s3", 2)
+            assert row["_status"] == "null" and not row["has_reward"] and not row["reward_valid"]
+            assert row["exception_type"] == "RuntimeError"
+            assert row["exception_message"] == want["error"]
+            assert want["rewards"] == {}
+            assert all(row[k] == 0 and row["_kind_" + k] == "missing" for k in reward_keys)
+            continue
+        assert row["_status"] == "ok" and row["has_reward"] and row["reward_valid"]
+        assert {k: row[k] for k in reward_keys} == pytest.approx(want["rewards"])
+        assert row["_kind_exact"] == "bool"
+        assert row["_kind_graded.correct"] == "float"  # C/P/I converted by value_to_float
+        if want["limit"]:
+            assert row["task_name"] == "s4"
+            assert row["exception_type"] == "token_limit"
+            assert row["exception_message"].startswith("Token limit exceeded")
+        else:
+            assert pd.isna(row["exception_type"]) and pd.isna(row["exception_message"])
+
+
+# inspect_ai.analysis calls drop_duplicates(inplace=True), which pandas 3.1 deprecates
+@pytest.mark.filterwarnings(
+    "ignore:The inplace keyword in DataFrame.drop_duplicates:pandas.errors.Pandas4Warning"
+)
+def test_per_model_means_equal_samples_df(logs: dict[str, Path]) -> None:
+    from inspect_ai.analysis import EvalModel, SampleSummary, samples_df
+    from inspect_ai.scorer import value_to_float
+
+    df = samples_df(str(logs["eval"]), columns=SampleSummary + EvalModel)
+    to_float = value_to_float()
+    ok = df[df["error"].fillna("") == ""]
+    trials = read_inspect_log(logs["eval"])
+    scored = trials[trials["_status"] == "ok"]
+    for model, group in ok.groupby("model"):
+        mine = scored[scored["model"] == model.split("/", 1)[1]]
+        assert len(mine) == len(group) == 11
+        assert mine["exact"].mean() == pytest.approx(group["score_exact"].astype(float).mean())
+        graded = group["score_graded"].map(json.loads)  # samples_df keeps dicts as JSON text
+        correct = graded.map(lambda d: to_float(d["correct"])).mean()
+        f1 = graded.map(lambda d: to_float(d["f1"])).mean()
+        assert mine["graded.correct"].mean() == pytest.approx(correct)
+        assert mine["graded.f1"].mean() == pytest.approx(f1)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_schema_matches_read_harbor_job(logs: dict[str, Path], backend: str) -> None:
+    trials = read_inspect_log(logs["eval"], backend=backend)
+    assert_trial_schema(trials, backend)
+
+
+def test_pandas_and_polars_hold_the_same_values(logs: dict[str, Path]) -> None:
+    a = read_inspect_log(logs["json"])
+    b = read_inspect_log(logs["json"], backend="polars").to_pandas()
+    assert list(a.columns) == list(b.columns)
+    for column in a.columns:
+        left, right = a[column].astype(object).tolist(), b[column].astype(object).tolist()
+        for x, y in zip(left, right, strict=True):
+            assert (_na(x) and _na(y)) or x == y, (column, x, y)
+
+
+def _na(x: Any) -> bool:
+    import pandas as pd
+
+    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA or x is pd.NaT
+
+
+def test_eval_and_json_formats_read_alike(logs: dict[str, Path]) -> None:
+    a = read_inspect_log(logs["eval"]).drop(columns=["trial_dir"])
+    b = read_inspect_log(logs["json"]).drop(columns=["trial_dir"])
+    key = ["model", "task_name", "attempt"]
+    a = a.sort_values(key, ignore_index=True)
+    b = b.sort_values(key, ignore_index=True)
+    assert a.equals(b)
+
+
+def test_running_and_errored_logs(logs: dict[str, Path]) -> None:
+    trials = read_inspect_log(logs["partial"])
+    running = trials[trials["trial_dir"].str.endswith(".eval")]
+    failed = trials[trials["trial_dir"].str.endswith(".json")]
+    # started: epoch 1 was written, epochs 2-3 of the 4 samples are still to come
+    assert (running["attempt"] == 1).sum() == 4
+    assert (running["_status"] == "running").sum() == 8
+    assert set(running.loc[running["_status"] == "running", "attempt"]) == {2, 3}
+    assert not running.loc[running["_status"] == "running", "has_reward"].any()
+    # error: epochs 1-2 ran, epoch 3 never did
+    unrun = failed[failed["exception_type"] == "eval_error"]
+    assert sorted(unrun["task_name"]) == ["s1", "s2", "s3", "s4"]
+    assert set(unrun["attempt"]) == {3} and set(unrun["_status"]) == {"null"}
+    assert set(unrun["exception_message"]) == {"RuntimeError('out of credit')"}
+    assert len(failed) == 12
+
+
+def test_downstream_analysis_on_an_inspect_table(logs: dict[str, Path]) -> None:
+    trials = read_inspect_log(logs["eval"])
+    # Harbor's own pass@k needs a single reward key; value= picks one for the table
+    with pytest.warns(mk.PassAtKSkipped, match="3 reward keys"):
+        passk = mk.pass_at_k(trials, k=[1, 2, 3], value="exact")
+    assert passk is not None
+    comparison = mk.compare_runs(trials, "model", "other", by="model", value="graded.f1")
+    per_task = trials.groupby(["model", "task_name"])["graded.f1"].mean().unstack(0)
+    assert comparison.difference.estimate == pytest.approx(
+        (per_task["model"] - per_task["other"]).mean()
+    )
+    table = mk.breakdown(trials, by="model", value="graded.correct")
+    assert len(table) == 2
+
+
+def test_a_score_inspect_cannot_convert_is_refused(
+    logs: dict[str, Path], tmp_path: Path
+) -> None:
+    from inspect_ai.log import list_eval_logs, read_eval_log, write_eval_log
+
+    info = list_eval_logs(str(logs["eval"]))[0]
+    log = read_eval_log(info)
+    assert log.samples is not None and log.samples[0].scores is not None
+    log.samples[0].scores["exact"].value = "maybe"
+    out = tmp_path / Path(info.name).name
+    write_eval_log(log, str(out))
+    with pytest.raises(RewardInputError, match=r"sample 's1' epoch 1: score 'exact'.*'maybe'"):
+        read_inspect_log(out)
+
+
+def test_bad_paths(tmp_path: Path) -> None:
+    with pytest.raises(RewardInputError, match="no such file"):
+        read_inspect_log(tmp_path / "nope.eval")
+    with pytest.raises(RewardInputError, match="no Inspect log"):
+        read_inspect_log(tmp_path)
+    (tmp_path / "x.txt").write_text("")
+    with pytest.raises(RewardInputError, match="not an Inspect log"):
+        read_inspect_log(tmp_path / "x.txt")
