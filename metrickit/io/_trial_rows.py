@@ -7,8 +7,8 @@ Each reader builds, per trial, a row dict holding the trial table's metadata col
 ``running`` or ``invalid``) and a reward dict (``{key: bool | int | float}``, ``{}`` or
 None). :func:`build_trials` turns both lists into the frame.
 
-INTERIM: the frame itself is built here until ``metrickit._core.schema`` has the shared
-trial-table builder; then :func:`_frame` becomes one call to it.
+The frame itself comes from the shared trial-table builders of
+:mod:`metrickit._core.schema`, the ones ``read_harbor_job`` uses.
 """
 
 from __future__ import annotations
@@ -20,31 +20,20 @@ from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.schema import (
+    _META,
+    _TAIL,
+    KIND_PREFIX,
+    TRIAL_STATUSES,
+    _trials_pandas,
+    _trials_polars,
+)
 from metrickit.errors import RewardInputError
 
 Backend = Literal["pandas", "polars"]
 
-KIND_PREFIX = "_kind_"
-KINDS = ("missing", "int", "float", "bool")
-TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
-
-META = (
-    "job", "eval", "agent", "agent_version", "model", "model_provider", "source",
-    "task_name", "trial_name", "attempt", "_status", "has_reward", "reward_valid",
-)
-TAIL = (
-    "exception_type", "exception_message", "step_exception_type",
-    "n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd", "n_steps",
-    "started_at", "finished_at", "environment_setup_ms", "agent_setup_ms",
-    "agent_execution_ms", "verifier_ms", "total_ms", "trial_dir",
-)
-INT_COLUMNS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "n_steps")
-FLOAT_COLUMNS = (
-    "cost_usd", "environment_setup_ms", "agent_setup_ms", "agent_execution_ms",
-    "verifier_ms", "total_ms",
-)
-TIME_COLUMNS = ("started_at", "finished_at")
-BOOL_COLUMNS = ("has_reward", "reward_valid")
+META: tuple[str, ...] = _META
+TAIL: tuple[str, ...] = _TAIL
 #: every column a reader fills (``_status``, ``has_reward`` and the reward columns come
 #: from the reward dicts)
 ROW_COLUMNS = tuple(c for c in (*META, *TAIL) if c not in ("_status",))
@@ -195,57 +184,11 @@ def _frame(
     kinds: dict[str, np.ndarray],
     backend: Backend,
 ) -> Any:
-    """INTERIM: replaced by the shared builder of ``metrickit._core.schema``."""
-    order = [*META, *keys, *(KIND_PREFIX + k for k in keys), *TAIL]
+    """The frame, by the shared trial-table builders of :mod:`metrickit._core.schema`."""
+    codes = np.array([TRIAL_STATUSES.index(s) for s in status], dtype=np.int8)
+    # Harbor's n_steps counts the steps of a multi-step trial, 0 for a single-step one; the
+    # other formats have no steps: 0 as well (the schema holds no null there)
+    columns["n_steps"] = [0 if v is None else v for v in columns["n_steps"]]
     if backend == "polars":
-        import polars as pl
-
-        series: dict[str, Any] = {}
-        for name in order:
-            if name == "_status":
-                series[name] = pl.Series(name, status, dtype=pl.Enum(TRIAL_STATUSES))
-            elif name in keys:
-                series[name] = pl.Series(name, values[name], dtype=pl.Float64)
-            elif name.startswith(KIND_PREFIX) and name[len(KIND_PREFIX):] in kinds:
-                codes = kinds[name[len(KIND_PREFIX):]]
-                series[name] = pl.Series(name, [KINDS[c] for c in codes], dtype=pl.Enum(KINDS))
-            elif name in BOOL_COLUMNS:
-                series[name] = pl.Series(name, columns[name], dtype=pl.Boolean)
-            elif name == "attempt" or name in INT_COLUMNS:
-                series[name] = pl.Series(name, columns[name], dtype=pl.Int64)
-            elif name in FLOAT_COLUMNS:
-                series[name] = pl.Series(name, columns[name], dtype=pl.Float64)
-            elif name in TIME_COLUMNS:
-                series[name] = pl.Series(name, columns[name], dtype=pl.Datetime("us", "UTC"))
-            else:
-                series[name] = pl.Series(name, columns[name], dtype=pl.String)
-        return pl.DataFrame(series)
-    import pandas as pd
-
-    data: dict[str, Any] = {}
-    for name in order:
-        if name == "_status":
-            data[name] = pd.Categorical(status, categories=list(TRIAL_STATUSES))
-        elif name in keys:
-            data[name] = values[name]
-        elif name.startswith(KIND_PREFIX) and name[len(KIND_PREFIX):] in kinds:
-            data[name] = pd.Categorical.from_codes(
-                kinds[name[len(KIND_PREFIX):]], categories=list(KINDS)
-            )
-        elif name in BOOL_COLUMNS:
-            data[name] = np.asarray(columns[name], dtype=bool)
-        elif name == "attempt":
-            data[name] = np.asarray(columns[name], dtype=np.int64)
-        elif name in INT_COLUMNS:
-            data[name] = pd.array(columns[name], dtype="Int64")
-        elif name in FLOAT_COLUMNS:
-            data[name] = np.array(
-                [np.nan if v is None else v for v in columns[name]], dtype=np.float64
-            )
-        elif name in TIME_COLUMNS:
-            data[name] = pd.to_datetime(pd.Series(columns[name], dtype=object), utc=True).astype(
-                "datetime64[us, UTC]"
-            )
-        else:
-            data[name] = pd.array(columns[name], dtype="string")
-    return pd.DataFrame(data)
+        return _trials_polars(columns, codes, keys, values, kinds)
+    return _trials_pandas(columns, codes, keys, values, kinds)

@@ -122,7 +122,9 @@ def make_logs(folder: Path) -> dict[str, Path]:
     write_eval_log(running, str(partial / f"{stem}_Running0000000000000000.eval"), format="eval")
     failed = first.model_copy(deep=True)
     failed.status = "error"
-    failed.error = EvalError(message="RuntimeError('out of credit')", traceback="", traceback_ansi="")
+    failed.error = EvalError(
+        message="RuntimeError('out of credit')", traceback="", traceback_ansi=""
+    )
     failed.results = None
     failed.samples = [s for s in failed.samples or [] if s.epoch <= 2]
     write_eval_log(failed, str(partial / f"{stem}_Failed00000000000000000.json"), format="json")

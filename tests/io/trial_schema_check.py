@@ -33,10 +33,6 @@ def assert_trial_schema(frame: Any, backend: str) -> None:
     got = {c: t for c, t in got_all.items() if not _is_reward(frame, c)}
     assert list(got) == list(expect), (list(got), list(expect))
     for column, dtype in expect.items():
-        if column == "n_steps":
-            # Harbor's is never null; other sources have no steps (null): integer either way
-            assert got[column] in ("int64", "Int64"), (column, got[column])
-            continue
         assert got[column] == dtype, (column, got[column], dtype)
     kind_dtype = _dtypes(harbor)[KIND_PREFIX + reward_columns(harbor)[0]]
     for key in reward_columns(frame):
