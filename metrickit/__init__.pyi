@@ -71,13 +71,15 @@ from metrickit.io.rewards import (
 from metrickit.io.scan import (
     scan_rewards as scan_rewards,
 )
+from metrickit.scoring.contract import (
+    load_scorer as load_scorer,
+    read_reward_spec as read_reward_spec,
+)
 from metrickit.scoring.scorers import (
     CaseCheck as CaseCheck,
     ContractReport as ContractReport,
     as_dspy_metric as as_dspy_metric,
     check_scorer as check_scorer,
-    load_scorer as load_scorer,
-    read_reward_spec as read_reward_spec,
     score_cases as score_cases,
     score_summary as score_summary,
     set_judge as set_judge,

@@ -28,13 +28,15 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.schema import Parsed
+from metrickit._core.values import INT, MISSING
 from metrickit.errors import AggregationError
 
 Number = int | float
@@ -42,12 +44,14 @@ _Agg = Callable[[npt.NDArray[np.float64], npt.NDArray[np.bool_]], Number]
 
 __all__ = [
     "HARBOR_METRICS",
+    "GroupAccumulator",
     "HarborAccumulator",
     "harbor_max",
     "harbor_mean",
     "harbor_min",
     "harbor_sum",
     "harbor_sums",
+    "parsed_columns",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -452,7 +456,6 @@ def _mean(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Num
     return 0 if len(values) == 0 else harbor_mean(values, is_int)
 
 
-
 def _empty_raises(name: str, fn: _Agg) -> _Agg:
     def wrapped(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
         if len(values) == 0:
@@ -465,10 +468,64 @@ def _empty_raises(name: str, fn: _Agg) -> _Agg:
     return wrapped
 
 
-
 HARBOR_METRICS: dict[str, _Agg] = {
     "mean": _mean,
     "sum": harbor_sum,
     "min": _empty_raises("min", harbor_min),
     "max": _empty_raises("max", harbor_max),
 }
+
+
+class GroupAccumulator:
+    """Harbor's state for one group: its row count and one accumulator per key seen."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.acc: dict[str, HarborAccumulator] = {}
+
+    def feed(self, columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> None:
+        for key, (_, _, present) in columns.items():
+            if key not in self.acc and present.any():
+                acc = HarborAccumulator()
+                acc.add_int_zeros(self.n)  # earlier rows lacked the key: int 0 each
+                self.acc[key] = acc
+        for key, acc in self.acc.items():
+            if key in columns:
+                values, is_int, _ = columns[key]
+                acc.update(values, is_int)
+            else:
+                acc.add_int_zeros(n)
+        self.n += n
+
+    def result(self, name: str, order: Sequence[str] | None) -> dict[str, Number]:
+        keys = sorted(self.acc) if order is None else [k for k in order if k in self.acc]
+        if len(keys) >= 2:
+            return {key: _final(self.acc[key], name) for key in keys}
+        if keys:
+            return {name: _final(self.acc[keys[0]], name)}
+        zeros = HarborAccumulator()
+        zeros.add_int_zeros(self.n)
+        return {name: _final(zeros, name)}
+
+
+def _final(acc: HarborAccumulator, name: str) -> Number:
+    if acc.n == 0:
+        if name in ("mean", "sum"):
+            return 0
+        raise AggregationError(
+            f"{name} of no rows is undefined; Harbor's {name.capitalize()} raises here too. "
+            "Use 'mean' or 'sum' (0 for empty input) or check the input is not empty"
+        )
+    if name == "mean":
+        return acc.mean()
+    if name == "sum":
+        return acc.sum()
+    return acc.min() if name == "min" else acc.max()
+
+
+def parsed_columns(parsed: Parsed) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    out = {}
+    for key, values in parsed.values.items():
+        kinds = parsed.kinds[key]
+        out[key] = (values, (kinds == INT) | (kinds == MISSING), kinds != MISSING)
+    return out

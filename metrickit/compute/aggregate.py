@@ -29,6 +29,7 @@ from metrickit._core.frame import (
     _is_frame,
     group_indices,
     is_lazy,
+    materialize,
     reward_arrays,
 )
 from metrickit._core.harbor_math import (
@@ -134,7 +135,7 @@ def aggregate(
 
     A trial table from :func:`~metrickit.read_harbor_job` works too; its running trials
     (``_status == "running"``, no result yet) are left out, as Harbor's job metrics only
-    cover finished trials (:func:`metrickit.io.harbor.job_metrics` also offers Harbor 0.26's policy).
+    cover finished trials (:func:`metrickit.job_metrics` also offers Harbor 0.26's policy).
 
     Returns
     -------
@@ -154,9 +155,15 @@ def aggregate(
     >>> mk.aggregate([{"reward": 1}, {"reward": 0}, None], "sum")
     {'sum': 1}
     """
-    if is_lazy(rewards):  # polars LazyFrame / scan_rewards / Dask: streamed in row order
-        return aggregate_lazy(rewards, metric, by=by)
-    if not _is_frame(rewards):
+    if is_lazy(rewards):  # polars LazyFrame / scan_rewards / Dask
+        if isinstance(metric, str):  # streamed in row order
+            _harbor_fn(metric)
+            return aggregate_lazy(rewards, metric, by=by)
+        if by is None and getattr(metric, "streams", False):
+            # a metric that reads a lazy frame batch by batch itself (metrickit.Metric)
+            return _result(metric, _compute(metric)(rewards))
+        rewards = materialize(rewards)
+    elif not _is_frame(rewards):
         if by is None and isinstance(metric, str) and metric in HARBOR_METRICS:
             # No frame: Harbor's answer for any valid input (keys named like metadata
             # columns too), in memory that grows with the data (metrickit.compute.direct).
@@ -168,21 +175,33 @@ def aggregate(
     if by is not None:
         return _aggregate_by(rewards, metric, by)
     if isinstance(metric, str):
-        try:
-            fn = HARBOR_METRICS[metric]
-        except KeyError:
-            raise AggregationError(
-                f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)} "
-                "or a metric object"
-            ) from None
-        return _harbor_dict(rewards, metric, fn)
+        return _harbor_dict(rewards, metric, _harbor_fn(metric))
+    return _result(metric, _compute(metric)(rewards))
+
+
+def _harbor_fn(metric: str) -> Callable[..., Number]:
+    """Harbor's reduction called ``metric``, or an error listing the names."""
+    fn = HARBOR_METRICS.get(metric)
+    if fn is None:
+        raise AggregationError(
+            f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)} "
+            "or a metric object"
+        )
+    return fn
+
+
+def _compute(metric: Any) -> Callable[[Any], Any]:
+    """A metric object's ``compute(frame)``, or an error saying what a metric is."""
     compute = getattr(metric, "compute", None)
     if compute is None:
         raise AggregationError(
             f"metric {metric!r} is neither a name ({sorted(HARBOR_METRICS)}) nor an object "
             "with compute(frame)"
         )
-    result = compute(rewards)
+    return compute
+
+
+def _result(metric: Any, result: Any) -> dict[str, Any]:
     return result if isinstance(result, dict) else {getattr(metric, "name", "metric"): result}
 
 
@@ -193,11 +212,7 @@ def _aggregate_by(rewards: Any, metric: Any, by: str | Sequence[str]) -> dict[An
 
     groups = group_indices(rewards, by)
     if isinstance(metric, str):
-        fn = HARBOR_METRICS.get(metric)
-        if fn is None:
-            raise AggregationError(
-                f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)}"
-            )
+        fn = _harbor_fn(metric)
         keys, values, is_int, present = reward_arrays(rewards)
         out: dict[Any, Any] = {}
         for label, idx in groups.items():

@@ -3,7 +3,7 @@
 ``metrickit aggregate`` (a drop-in Harbor ``metric.py``) and ``aggregate(path)`` only need
 the numbers, not the frame's metadata columns (``_source``, ``_line``, ``_status``,
 ``_kind_<key>``). Here each block of each source is parsed and fed, in row order, into
-Harbor's running state (:class:`metrickit.compute.stream._Group`), so:
+Harbor's running state (:class:`metrickit.compute.stream.GroupAccumulator`), so:
 
 * any valid Harbor input gets Harbor's answer, including keys named like metadata
   columns (``{"_source": 1}``, ``x`` beside ``_kind_x``), which a frame cannot hold;
@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._core.harbor_math import HarborAccumulator
+from metrickit._core.harbor_math import GroupAccumulator, HarborAccumulator, parsed_columns
 from metrickit._core.values import INT
-from metrickit.compute.stream import _Group, _parsed_columns
 from metrickit.errors import RewardFileError
 from metrickit.io.jsonl import _parse_fast, _raise_message, _RowBuilder, _slow_rows
 from metrickit.io.sources import _BOM, _iter_sources, iter_blocks, split_blocks
@@ -32,7 +31,7 @@ __all__ = ["aggregate_source"]
 def aggregate_source(source: Any, metric: str) -> dict[str, Any]:
     """Harbor's ``metric`` over a path, glob, list of paths, JSONL text/bytes, open file or
     list of dicts/None, as ``aggregate(read_rewards(source), metric)`` computes it."""
-    group = _Group()
+    group = GroupAccumulator()
     for name, payload in _iter_sources(source):
         if isinstance(payload, Path | bytes):
             blocks = iter_blocks(payload) if isinstance(payload, Path) else split_blocks(payload)
@@ -49,7 +48,7 @@ def aggregate_source(source: Any, metric: str) -> dict[str, Any]:
     return group.result(metric, None)
 
 
-def _feed_blocks(group: _Group, name: str, blocks: Any) -> list[Any]:
+def _feed_blocks(group: GroupAccumulator, name: str, blocks: Any) -> list[Any]:
     """Parse and feed every block of one source; the problems (nothing fed after one)."""
     problems: list[Any] = []
     offset = 0
@@ -64,7 +63,7 @@ def _feed_blocks(group: _Group, name: str, blocks: Any) -> list[Any]:
             offset += parsed.newlines
             keys.update(parsed.values)
             if not problems:
-                group.feed(_parsed_columns(parsed), parsed.n)
+                group.feed(parsed_columns(parsed), parsed.n)
             continue
         builder, newlines = _slow_rows(name, block)
         problems.extend(replace(p, line=p.line + offset) for p in builder.problems)
@@ -75,7 +74,7 @@ def _feed_blocks(group: _Group, name: str, blocks: Any) -> list[Any]:
     return problems
 
 
-def _feed_cells(group: _Group, builder: _RowBuilder) -> None:
+def _feed_cells(group: GroupAccumulator, builder: _RowBuilder) -> None:
     """Feed the rows a builder collected, one key at a time from its sparse cells."""
     n = len(builder.lines)
     for key in builder.cells:

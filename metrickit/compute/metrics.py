@@ -25,7 +25,7 @@ import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -150,6 +150,8 @@ class Metric:
     keeps a costly free function (a metric script) out of the row bootstrap.
     """
 
+    #: ``compute`` reads a lazy frame batch by batch (``aggregate`` passes it unchanged).
+    streams: ClassVar[bool] = True
     name: str
     values: Callable[[Any], dict[str, Array]] | None = None
     reduce: Reducer = _mean

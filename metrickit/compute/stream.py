@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from metrickit._core.frame import _native, is_dask, materialize
-from metrickit._core.harbor_math import HarborAccumulator
-from metrickit._core.schema import Parsed
-from metrickit._core.values import INT, KIND_PREFIX, MISSING
+from metrickit._core.harbor_math import GroupAccumulator, parsed_columns
+from metrickit._core.values import KIND_PREFIX
 from metrickit.errors import AggregationError
 
 __all__ = [
@@ -38,69 +37,6 @@ __all__ = [
 Number = int | float
 # (key -> (values, is_int, present)), row count
 Piece = tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], int]
-
-
-
-
-
-
-
-
-
-
-class _Group:
-    """Harbor's state for one group: its row count and one accumulator per key seen."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.acc: dict[str, HarborAccumulator] = {}
-
-    def feed(self, columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> None:
-        for key, (_, _, present) in columns.items():
-            if key not in self.acc and present.any():
-                acc = HarborAccumulator()
-                acc.add_int_zeros(self.n)  # earlier rows lacked the key: int 0 each
-                self.acc[key] = acc
-        for key, acc in self.acc.items():
-            if key in columns:
-                values, is_int, _ = columns[key]
-                acc.update(values, is_int)
-            else:
-                acc.add_int_zeros(n)
-        self.n += n
-
-    def result(self, name: str, order: Sequence[str] | None) -> dict[str, Number]:
-        keys = sorted(self.acc) if order is None else [k for k in order if k in self.acc]
-        if len(keys) >= 2:
-            return {key: _final(self.acc[key], name) for key in keys}
-        if keys:
-            return {name: _final(self.acc[keys[0]], name)}
-        zeros = HarborAccumulator()
-        zeros.add_int_zeros(self.n)
-        return {name: _final(zeros, name)}
-
-
-def _final(acc: HarborAccumulator, name: str) -> Number:
-    if acc.n == 0:
-        if name in ("mean", "sum"):
-            return 0
-        raise AggregationError(
-            f"{name} of no rows is undefined; Harbor's {name.capitalize()} raises here too. "
-            "Use 'mean' or 'sum' (0 for empty input) or check the input is not empty"
-        )
-    if name == "mean":
-        return acc.mean()
-    if name == "sum":
-        return acc.sum()
-    return acc.min() if name == "min" else acc.max()
-
-
-def _parsed_columns(parsed: Parsed) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    out = {}
-    for key, values in parsed.values.items():
-        kinds = parsed.kinds[key]
-        out[key] = (values, (kinds == INT) | (kinds == MISSING), kinds != MISSING)
-    return out
 
 
 def _frame_pieces(
@@ -123,7 +59,7 @@ def _frame_pieces(
 
 def _scan_pieces(spec: Any, by_source: bool) -> Iterator[tuple[Any, Piece]]:
     for parsed in spec.parsed():
-        yield (parsed.source if by_source else None), (_parsed_columns(parsed), parsed.n)
+        yield (parsed.source if by_source else None), (parsed_columns(parsed), parsed.n)
 
 
 def _is_source(by: str | Sequence[str] | None) -> bool:
@@ -223,45 +159,16 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
     return _frame_pieces(batches, by), order
 
 
-def aggregate_lazy(frame: Any, metric: Any, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
-    """:func:`metrickit.aggregate` for a lazy or Dask frame, streamed in row order."""
-    from metrickit._core.harbor_math import HARBOR_METRICS
-
-    if not isinstance(metric, str):
-        if by is not None:
-            from metrickit._core.frame import group_indices
-            from metrickit.compute.aggregate import aggregate
-
-            eager = materialize(frame)
-            import narwhals as nw
-
-            nf = nw.from_native(eager, eager_only=True)
-            return {
-                label: aggregate(nf[idx].to_native(), metric)
-                for label, idx in group_indices(eager, by).items()
-            }
-        compute = getattr(metric, "compute", None)
-        if compute is None:
-            raise AggregationError(
-                f"metric {metric!r} is neither a name ({sorted(HARBOR_METRICS)}) nor an object "
-                "with compute(frame)"
-            )
-        from metrickit.compute.metrics import Metric
-
-        result = compute(frame) if isinstance(metric, Metric) else compute(materialize(frame))
-        return result if isinstance(result, dict) else {getattr(metric, "name", "metric"): result}
-    if metric not in HARBOR_METRICS:
-        raise AggregationError(
-            f"unknown metric {metric!r}; expected one of {sorted(HARBOR_METRICS)} "
-            "or a metric object"
-        )
+def aggregate_lazy(frame: Any, metric: str, *, by: str | Sequence[str] | None) -> dict[Any, Any]:
+    """:func:`metrickit.aggregate` of a Harbor metric name (``mean``, ``sum``, ``min``,
+    ``max``) for a lazy or Dask frame, streamed in row order."""
     pieces, order = _pieces(frame, by)
-    groups: dict[Any, _Group] = {}
+    groups: dict[Any, GroupAccumulator] = {}
     for label, (columns, n) in pieces:
         group = groups.get(label)
         if group is None:
-            group = groups[label] = _Group()
+            group = groups[label] = GroupAccumulator()
         group.feed(columns, n)
     if by is None:
-        return groups.get(None, _Group()).result(metric, order)
+        return groups.get(None, GroupAccumulator()).result(metric, order)
     return {label: group.result(metric, order) for label, group in groups.items()}

@@ -50,7 +50,15 @@ def _import_dask() -> Any:
     return dask
 
 
-def _paths(source: Any) -> list[Path] | None:
+def one_partition(frame: Any) -> Any:
+    """A pandas frame as a one-partition Dask DataFrame."""
+    _import_dask()
+    import dask.dataframe as dd
+
+    return dd.from_pandas(frame, npartitions=1, sort=False)
+
+
+def source_paths(source: Any) -> list[Path] | None:
     """The files a source names, or None when it is not a path/glob/list of paths."""
     if isinstance(source, str):
         if _looks_like_text(source) and not Path(source).is_file():
@@ -163,8 +171,7 @@ def read_rewards_dask(source: Any, *, block_bytes: int = DEFAULT_BLOCK_BYTES) ->
     Parameters
     ----------
     source
-        A path, a glob, or a list of paths/globs. JSONL text and in-memory rows are read
-        eagerly and wrapped in a one-partition frame.
+        A path, a glob, or a list of paths/globs.
     block_bytes
         Target bytes per partition; larger files are split at line boundaries.
 
@@ -182,11 +189,12 @@ def read_rewards_dask(source: Any, *, block_bytes: int = DEFAULT_BLOCK_BYTES) ->
     dask = _import_dask()
     import dask.dataframe as dd
 
-    paths = _paths(source)
+    paths = source_paths(source)
     if paths is None:
-        from metrickit.io.rewards import read_rewards
-
-        return dd.from_pandas(read_rewards(source), npartitions=1, sort=False)
+        raise TypeError(
+            f"read_rewards_dask reads files: pass a path, a glob or a list of them, not "
+            f"{type(source).__name__}; read_rewards(..., backend='dask') also takes text and rows"
+        )
     blocks = [block for path in paths for block in _blocks(path, block_bytes)]
     sources = list(dict.fromkeys(block[0] for block in blocks))
     surveys = dask.compute(*[dask.delayed(_survey)(block) for block in blocks])

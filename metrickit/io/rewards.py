@@ -117,8 +117,10 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     if backend == "dask":
         if errors != "raise":
             raise ValueError("backend='dask' supports errors='raise' only")
-        from metrickit.io.dask import read_rewards_dask
+        from metrickit.io.dask import one_partition, read_rewards_dask, source_paths
 
+        if source_paths(source) is None:  # text or rows: read here, one partition
+            return one_partition(read_rewards(source))
         return read_rewards_dask(source)
     if backend not in ("pandas", "polars"):
         raise ValueError(f"backend={backend!r}; expected 'pandas', 'polars' or 'dask'")

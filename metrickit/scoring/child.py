@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from metrickit._core.proc import READ_CHUNK, READER_GRACE, end_group, join_readers
+from metrickit.scoring.contract import _CASE_FIELDS
 
 __all__ = ["check_path"]
 
@@ -65,7 +66,6 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=_jsonable)
 
 
-_CASE_FIELDS = ("input", "output", "expected", "latency_ms", "cost_usd")
 
 
 def _encode_case(payload: dict[str, Any]) -> dict[str, str] | str:
@@ -357,14 +357,14 @@ def _main() -> None:
         channel.flush()
 
     from metrickit.errors import JudgeNotConfiguredError, ScorerError
-    from metrickit.scoring.judge import set_judge
-    from metrickit.scoring.scorers import (
+    from metrickit.scoring.contract import (
         _scorer_file,
         _spec_problems,
         call_scorer,
         load_scorer,
         scorer_arity,
     )
+    from metrickit.scoring.judge import set_judge
 
     def remote_judge(prompt: str, **kwargs: Any) -> Any:
         send({"type": "llm", "prompt": prompt, "kwargs": kwargs})

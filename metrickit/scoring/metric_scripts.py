@@ -44,6 +44,7 @@ from metrickit.errors import (
     MetricScriptTimeout,
 )
 from metrickit.io.rewards import read_rewards
+from metrickit.scoring.contract import DEFAULT_TIMEOUT, MAX_TIMEOUT, check_timeout
 
 __all__ = [
     "MAX_TIMEOUT",
@@ -54,8 +55,6 @@ __all__ = [
     "write_rewards_jsonl",
 ]
 
-DEFAULT_TIMEOUT = 60.0
-MAX_TIMEOUT = 600.0
 _TAIL = 2000
 _PEP723 = re.compile(r"^# /// script\s*$", re.MULTILINE)
 
@@ -98,17 +97,6 @@ def write_rewards_jsonl(rows: Sequence[Mapping[str, Any] | None], path: Path) ->
         for row in rows:
             fh.write(json.dumps(row) if row is not None else "null")
             fh.write("\n")
-
-
-def _check_timeout(timeout: float) -> float:
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
-        raise MetricError(f"timeout={timeout!r}; expected a positive number of seconds")
-    if timeout > MAX_TIMEOUT:
-        raise MetricError(
-            f"timeout={timeout!r} s is over the {MAX_TIMEOUT:g} s maximum a metric may run "
-            "(the scorer contract's limit); use at most 600"
-        )
-    return float(timeout)
 
 
 def find_uv() -> str | None:
@@ -265,7 +253,7 @@ def run_metric_script(
     script = Path(path)
     if not script.is_file():
         raise MetricError(f"{script}: no such metric script")
-    timeout = _check_timeout(timeout)
+    timeout = check_timeout(timeout, error=MetricError)
     if isinstance(rewards, list) and all(r is None or isinstance(r, Mapping) for r in rewards):
         frame = read_rewards(rewards)  # validates what it is given
     else:

@@ -1,0 +1,433 @@
+"""The scorer contract in code: what a scorer is, what it must return, how one call is made.
+
+A scorer is ``score(input, output, expected=None)`` (or ``score(input, output)``) returning
+``(number, {"feedback": str, "scores": {name: number}})``; ``docs/contracts.md`` (section 2)
+states the contract. Both the checking process (:mod:`metrickit.scoring.scorers`) and the
+scorer child process (:mod:`metrickit.scoring.child`) use these functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
+from metrickit.scoring.current import _measurement, measured
+
+DEFAULT_TIMEOUT = 60.0
+
+
+
+MAX_TIMEOUT = 600.0
+
+
+
+MEASURED_COLUMNS = ("latency_ms", "cost_usd")
+
+
+
+_CASE_FIELDS = ("input", "output", "expected", *MEASURED_COLUMNS)
+
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+
+_SHAPE_HINT = 'return (score, {"feedback": "..."})'
+
+
+
+Scorer = Callable[..., Any]
+
+
+
+PathLike = str | os.PathLike[str]
+
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+
+
+
+_FLOAT_HINT = " (an int or a float: convert it with float())"
+
+
+
+def _is_other_number(value: Any) -> bool:
+    """A real number that is not an int or float (Decimal, Fraction): float() converts it."""
+    import numbers
+    from decimal import Decimal
+
+    return isinstance(value, numbers.Real | Decimal) and not isinstance(value, bool)
+
+
+
+def _fits_float(value: Any) -> bool:
+    """False for an int too large for a float (10**400): math.isfinite and float() raise."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ must not break the report
+        text = f"<unrepresentable {type(value).__name__}: {exc}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+
+def _describe(value: Any) -> str:
+    return f"{_short(value, 80)} ({type(value).__name__})"
+
+
+
+def validate_result(value: Any) -> list[str]:
+    """Every way ``value`` breaks the scorer contract, one readable reason each.
+
+    An empty list means the value is a valid ``(score, {"feedback": ..., "scores": ...})``.
+
+    Examples
+    --------
+    >>> from metrickit.scoring.scorers import validate_result
+    >>> validate_result((0.8, {"feedback": "Close. Missing the date."}))
+    []
+    >>> validate_result(0.8)
+    ['returned a bare number 0.8 (float): there is no side information; return (score, {"feedback": "..."})']
+    """  # noqa: E501
+    if not isinstance(value, tuple | list):
+        if _is_number(value) or isinstance(value, bool | np.bool_):
+            return [f"returned a bare number {_describe(value)}: there is no side information; "
+                    f"{_SHAPE_HINT}"]
+        return [f"returned {_describe(value)}; expected a pair, {_SHAPE_HINT}"]
+    if len(value) != 2:
+        return [f"returned a {type(value).__name__} of {len(value)} item(s); expected a pair "
+                f"(2 items), {_SHAPE_HINT}"]
+    score, side = value
+    problems: list[str] = []
+    if isinstance(score, str):
+        problems.append(f"the score is a string {score!r}; expected a number (not a string)")
+    elif isinstance(score, bool | np.bool_):
+        problems.append(f"the score is a bool {score!r}; a bool is not a score, "
+                        "return 1.0 or 0.0")
+    elif not _is_number(score):
+        problems.append(f"the score is {_describe(score)}; expected a number"
+                        + _FLOAT_HINT * _is_other_number(score))
+    elif not _fits_float(score) or not math.isfinite(score):
+        problems.append(f"the score is {_short(score, 80)}; expected a finite number")
+    if not isinstance(side, dict):
+        problems.append(f"the side information is {_describe(side)}, not a dict; "
+                        'expected {"feedback": "..."}')
+        return problems
+    if "feedback" not in side:
+        problems.append(f'the side information {_short(side, 80)} has no "feedback" string; '
+                        'expected {"feedback": "what is wrong and what a correct output '
+                        'looks like"}')
+    elif not isinstance(side["feedback"], str):
+        problems.append(f"feedback is {_describe(side['feedback'])}; expected a string")
+    if "scores" in side:
+        named = side["scores"]
+        if not isinstance(named, dict):
+            problems.append(f'"scores" is {_describe(named)}; expected a dict of names to numbers')
+        else:
+            for name, number in named.items():
+                if not isinstance(name, str):
+                    problems.append(f"a named score's name is {_describe(name)}; "
+                                    "expected a string")
+                elif not _is_number(number):
+                    problems.append(f"named score {name!r} is {_describe(number)}; "
+                                    "expected a number" + _FLOAT_HINT * _is_other_number(number))
+                elif not _fits_float(number) or not math.isfinite(number):
+                    problems.append(f"named score {name!r} is {_short(number, 80)}; "
+                                    "expected a finite number")
+    return problems
+
+
+
+def scorer_arity(score: Any) -> tuple[int, str | None]:
+    """How many arguments to pass (2 or 3), or a reason the signature cannot be used."""
+    if not callable(score):
+        return 0, (f"the scorer is {_describe(score)}, not a function; expected "
+                   "score(input, output, expected=None)")
+    try:
+        sig = inspect.signature(score)
+    except (TypeError, ValueError):
+        return 3, None  # not introspectable (a builtin): try the full contract
+    params = list(sig.parameters.values())
+    positional = [p for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p.name for p in positional if p.default is p.empty]
+    kwonly = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    star = any(p.kind == p.VAR_POSITIONAL for p in params)
+    name = getattr(score, "__name__", "score")
+    if kwonly:
+        return 0, (f"{name}{sig} has required keyword-only parameter(s) {kwonly}; the contract "
+                   "passes only input, output and expected, positionally")
+    if len(required) > 3:
+        return 0, (f"{name}{sig} needs {len(required)} arguments; the contract passes at most "
+                   "3 (input, output, expected)")
+    if star or len(positional) >= 3:
+        return 3, None
+    if len(positional) == 2:
+        return 2, None
+    return 0, (f"{name}{sig} takes {len(positional)} positional parameter(s); expected "
+               "score(input, output, expected=None) or score(input, output)")
+
+
+
+def _scorer_file(score: Any) -> str | None:
+    try:
+        source = inspect.getsourcefile(score)
+    except TypeError:
+        return None
+    return str(Path(source).resolve()) if source else None
+
+
+
+def _scorer_name(score: Any) -> str:
+    module = getattr(score, "__module__", None) or ""
+    name = getattr(score, "__qualname__", None) or getattr(score, "__name__", None)
+    return f"{module}.{name}" if name else _short(score, 60)
+
+
+
+def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
+    """Read a scorer file's ``REWARD_SPEC`` from its syntax tree, without running the file.
+
+    Returns None when the file defines no ``REWARD_SPEC``. The value is only read, not
+    validated (:meth:`metrickit.RewardSpec.from_dict` does that).
+
+    Raises
+    ------
+    ScorerError
+        The file cannot be read or parsed, or ``REWARD_SPEC`` is not a plain literal.
+    """
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScorerError(f"{path}: cannot read the scorer file: {exc.strerror or exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ScorerError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    found: ast.expr | None = None
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        if any(isinstance(t, ast.Name) and t.id == "REWARD_SPEC" for t in targets):
+            found = value  # the last assignment wins, as when the file runs
+    if found is None:
+        return None
+    try:
+        spec = ast.literal_eval(found)
+    except ValueError:
+        raise ScorerError(
+            f"{path}:{found.lineno}: REWARD_SPEC is not a plain literal (it uses names, calls "
+            "or arithmetic); metrickit reads it without running the file, so write it as a "
+            "dict of numbers and strings"
+        ) from None
+    if not isinstance(spec, dict):
+        raise ScorerError(f"{path}:{found.lineno}: REWARD_SPEC is {_describe(spec)}; "
+                          "expected a dict")
+    return spec
+
+
+
+def load_scorer(path: PathLike) -> tuple[Scorer, dict[str, Any] | None]:
+    """Run a scorer file in this process; return its ``score`` function and ``REWARD_SPEC``.
+
+    ``skynet`` is made importable first (see :mod:`metrickit.scoring.skynet`), and the file's own
+    folder is importable while it runs, as for a script. The file runs with your rights:
+    use :func:`check_scorer` on the path to run an unknown file in a separate process.
+
+    Raises
+    ------
+    ScorerError
+        The file is missing, raises while running, or defines no callable ``score``.
+    """
+    from metrickit.scoring import skynet
+
+    skynet.install()
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ScorerError(f"{path}: no such scorer file")
+    name = f"_metrickit_scorer_{abs(hash(str(path))):x}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ScorerError(f"{path}: cannot be loaded as a Python module (expected a .py file)")
+    module = importlib.util.module_from_spec(module_spec)
+    folder = str(path.parent)
+    sys.path.insert(0, folder)
+    sys.modules[name] = module  # lets dataclasses, pickle and tracebacks find the module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise ScorerError(f"{path}: running the file {_exception_text(exc, str(path))}") from exc
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    score = getattr(module, "score", None)
+    if not callable(score):
+        raise ScorerError(
+            f"{path}: defines no function 'score'; expected "
+            "def score(input, output, expected=None): ... returning (number, {'feedback': str})"
+        )
+    spec = getattr(module, "REWARD_SPEC", None)
+    return score, spec
+
+
+
+def check_timeout(timeout: float, *, error: type[Exception] = ScorerError) -> float:
+    """``timeout`` as seconds, checked against the contract's limit (user code, scorers and
+    metric scripts alike, runs at most :data:`MAX_TIMEOUT` seconds); ``error`` otherwise."""
+    if (not _is_number(timeout) or not math.isfinite(timeout)
+            or timeout <= 0 or timeout > MAX_TIMEOUT):
+        raise error(f"timeout is {timeout!r}; expected seconds > 0 and at most "
+                    f"{MAX_TIMEOUT:g} (the {MAX_TIMEOUT:g} s maximum user code may run; the "
+                    f"default is {DEFAULT_TIMEOUT:g})")
+    return float(timeout)
+
+
+
+def _exception_text(exc: BaseException, scorer_file: str | None) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); a scorer must return a pair, not exit"
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if scorer_file and f.filename == scorer_file]
+    if not own:
+        own = [f for f in frames if not f.filename.startswith(_PACKAGE_DIR)]
+    text = f"raised {type(exc).__name__}: {exc}"
+    if own:
+        where = own[-1]
+        code = f": {where.line.strip()}" if where.line else ""
+        text += f" (at {Path(where.filename).name}:{where.lineno}{code})"
+    return text
+
+
+
+def _outcome(value: Any, ms: float) -> dict[str, Any]:
+    problems = validate_result(value)
+    out: dict[str, Any] = {"returned": _short(value), "problems": problems, "ms": ms,
+                           "score": None, "feedback": None, "scores": {}, "timed_out": False}
+    if isinstance(value, tuple | list) and len(value) == 2:
+        score, side = value
+        if _is_number(score) and _fits_float(score):
+            out["score"] = float(score)
+        if isinstance(side, dict):
+            if isinstance(side.get("feedback"), str):
+                out["feedback"] = side["feedback"]
+            named = side.get("scores")
+            if isinstance(named, dict):
+                out["scores"] = {str(k): float(v) for k, v in named.items()
+                                 if _is_number(v) and _fits_float(v)}
+    return out
+
+
+
+def _private_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    # A scorer that mutates its input (or an expected value several cases share) must not
+    # change the other cases or the caller's table: each call gets its own copy.
+    try:
+        return copy.deepcopy(args)
+    except Exception as exc:  # an uncopyable value (a lock, a file): pass it as it is, and say so
+        warnings.warn(
+            f"a case's input could not be copied ({type(exc).__name__}: {exc}); the scorer "
+            "gets the caller's own objects, so if it mutates them your table changes too",
+            UncopiedInputWarning,
+            stacklevel=2,
+        )
+        return args
+
+
+
+def call_scorer(
+    score: Scorer, arity: int, payload: Mapping[str, Any], timeout: float | None,
+    scorer_file: str | None = None,
+) -> dict[str, Any]:
+    """Call a scorer on one case and describe what happened (never raises for the scorer).
+
+    With a timeout the call runs in a daemon thread; past the timeout it is abandoned.
+    """
+    args: tuple[Any, ...] = (payload["input"], payload["output"])
+    if arity == 3:
+        args += (payload.get("expected"),)
+    args = _private_copy(args)
+    box: dict[str, Any] = {}
+    try:  # a measurement that is not a number is the case's error, found before the call
+        latency = _measurement(payload.get("latency_ms"), "latency_ms")
+        cost = _measurement(payload.get("cost_usd"), "cost_usd")
+    except RewardInputError as bad:
+        return {"returned": None, "score": None, "feedback": None, "scores": {},
+                "ms": None, "timed_out": False, "problems": [f"case data: {bad}"]}
+
+    def target() -> None:
+        with measured(latency, cost):
+            start = time.perf_counter()
+            try:
+                box["value"] = score(*args)
+            except BaseException as exc:  # SystemExit too: a scorer must not end the run
+                box["exc"] = exc
+            finally:
+                box["ms"] = (time.perf_counter() - start) * 1000
+
+    if timeout is None:
+        target()
+    else:
+        thread = threading.Thread(target=target, name="metrickit-scorer", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            return {"returned": None, "score": None, "feedback": None, "scores": {},
+                    "ms": timeout * 1000, "timed_out": True,
+                    "problems": [f"timed out: no result within {timeout:g} s (the call was "
+                                 "abandoned and may still be running in a background thread)"]}
+    if "exc" in box:
+        exc = box["exc"]
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
+        return {"returned": None, "score": None, "feedback": None, "scores": {},
+                "ms": box["ms"], "timed_out": False,
+                "problems": [_exception_text(exc, scorer_file)]}
+    return _outcome(box["value"], box["ms"])
+
+
+
+def _spec_problems(spec: Any) -> list[str]:
+    if spec is None:
+        return []
+    from metrickit.scoring.spec import RewardSpec
+
+    try:
+        RewardSpec.from_dict(spec)
+    except SpecError as exc:
+        return [f"REWARD_SPEC: {p}" for p in exc.problems]
+    return []
