@@ -1,0 +1,397 @@
+"""Any tidy table as a trial table, and trial tables of several sources as one.
+
+:func:`trials_from_frame` maps the columns of a table with one row per trial (a promptfoo
+CSV, a Weave export, a team's own results) onto the trial table of
+:func:`metrickit.read_harbor_job`, checking the mapping. :func:`concat_trials` stacks trial
+tables from different readers (Harbor, Inspect AI, lm-eval, Terminal-Bench, tidy tables).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from metrickit.errors import RewardInputError
+from metrickit.io._trial_rows import (
+    KIND_PREFIX,
+    META,
+    TAIL,
+    build_trials,
+    empty_row,
+)
+
+__all__ = ["concat_trials", "trials_from_frame"]
+
+_SHOWN = 5
+
+
+def _native_backend(df: Any) -> Literal["pandas", "polars"]:
+    module = type(df).__module__
+    if module.startswith("polars"):
+        return "polars"
+    if module.startswith("pandas"):
+        return "pandas"
+    raise RewardInputError(
+        f"expected a pandas or polars DataFrame, got {type(df).__module__}.{type(df).__name__}"
+    )
+
+
+def trials_from_frame(
+    df: Any,
+    *,
+    task: str,
+    reward: str | Sequence[str],
+    candidate: str | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    attempt: str | None = None,
+    source: str | None = None,
+    latency_ms: str | None = None,
+    cost_usd: str | None = None,
+    input_tokens: str | None = None,
+    output_tokens: str | None = None,
+    error: str | None = None,
+    backend: Literal["pandas", "polars"] | None = None,
+) -> Any:
+    """A trial table from a tidy table with one row per trial.
+
+    Every argument but ``df`` and ``backend`` names a column of ``df``.
+
+    Parameters
+    ----------
+    df
+        A pandas or polars DataFrame, one row per (candidate, task, attempt).
+    task
+        The task (item, sample, test case) id; becomes ``task_name`` (as text).
+    reward
+        One reward column or several; each becomes a reward column of the same name with its
+        ``_kind_`` companion (``bool``, ``int`` or ``float`` from the column's values). A
+        missing value (None/NaN/null) is that key missing for that trial (0 with ``_kind_``
+        ``missing``, as Harbor fills it); a row missing all of them has no reward
+        (``_status`` ``null``).
+    candidate
+        What is being compared (a run name, a prompt variant); becomes ``eval``. Without it
+        ``eval`` is ``agent__model__source`` from the columns given (``adhoc`` for the
+        source when there is none).
+    agent, model, source
+        Columns for ``agent``, ``model``, ``source``.
+    attempt
+        Attempt numbers (integers >= 1); without it, the rows of one (candidate, task) are
+        numbered 1, 2, ... in table order.
+    latency_ms, cost_usd, input_tokens, output_tokens
+        Become ``total_ms``, ``cost_usd``, ``n_input_tokens``, ``n_output_tokens``.
+    error
+        An error message column: a non-null value becomes ``exception_message`` with
+        ``exception_type`` ``"error"``, and ``reward_valid`` False.
+    backend
+        ``"pandas"`` or ``"polars"``; None (default): the backend of ``df``.
+
+    Returns
+    -------
+    DataFrame
+        The trial table, rows in table order; columns the table lacks are null.
+
+    Raises
+    ------
+    RewardInputError
+        A named column is missing, a reward is not a finite number or bool, a token count
+        not a whole number, an attempt not an integer >= 1, a task id null, or two rows
+        have the same (candidate, task, attempt): the message names the column, the row
+        (0-based position) and the value.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import metrickit as mk
+    >>> from metrickit.io.tidy import trials_from_frame
+    >>> df = pd.DataFrame({"id": ["q1", "q2", "q1", "q2"], "run": ["a", "a", "b", "b"],
+    ...                    "correct": [1, 0, 1, 1], "ms": [120.0, 95.5, 130.0, 80.0]})
+    >>> t = trials_from_frame(df, task="id", candidate="run", reward="correct", latency_ms="ms")
+    >>> t[["eval", "task_name", "attempt", "correct", "_kind_correct", "total_ms"]]
+      eval task_name  attempt  correct _kind_correct  total_ms
+    0    a        q1        1      1.0           int     120.0
+    1    a        q2        1      0.0           int      95.5
+    2    b        q1        1      1.0           int     130.0
+    3    b        q2        1      1.0           int      80.0
+    >>> mk.aggregate(t, by="eval")
+    {'a': {'mean': 0.5}, 'b': {'mean': 1.0}}
+    """
+    import narwhals as nw
+
+    out_backend = backend or _native_backend(df)
+    nf = nw.from_native(df, eager_only=True)
+    rewards = [reward] if isinstance(reward, str) else list(reward)
+    if not rewards:
+        raise RewardInputError("reward=[] names no column; pass at least one reward column")
+    mapping = {
+        "task": task, "candidate": candidate, "agent": agent, "model": model,
+        "attempt": attempt, "source": source, "latency_ms": latency_ms, "cost_usd": cost_usd,
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "error": error,
+    }
+    named = [(arg, col) for arg, col in mapping.items() if col is not None]
+    named += [("reward", col) for col in rewards]
+    missing = [f"{arg}={col!r}" for arg, col in named if col not in nf.columns]
+    if missing:
+        raise RewardInputError(
+            f"trials_from_frame: no column for {', '.join(missing)}; the table has columns "
+            f"{list(nf.columns)}"
+        )
+    n = len(nf)
+    col = {c: nf.get_column(c).to_list() for _, c in named}
+    reward_values = {c: [_reward(c, i, v) for i, v in enumerate(col[c])] for c in rewards}
+    rows: list[dict[str, Any]] = []
+    reward_dicts: list[dict[str, Any] | None] = []
+    counters: dict[tuple[Any, str], int] = {}
+    first_row: dict[tuple[Any, str, int], int] = {}
+    for i in range(n):
+        row = empty_row()
+        task_id = col[task][i]
+        if _is_null(task_id):
+            raise RewardInputError(
+                f"trials_from_frame: row {i}: task column {task!r} is null; every trial needs "
+                "a task id"
+            )
+        row["task_name"] = str(task_id)
+        for arg, target in (("agent", "agent"), ("model", "model"), ("source", "source")):
+            name = mapping[arg]
+            if name is not None and not _is_null(col[name][i]):
+                row[target] = str(col[name][i])
+        if candidate is not None:
+            row["eval"] = None if _is_null(col[candidate][i]) else str(col[candidate][i])
+        else:
+            parts = [p for p in (row["agent"], row["model"]) if p]
+            row["eval"] = "__".join([*parts, row["source"] or "adhoc"])
+        if attempt is not None:
+            row["attempt"] = _attempt(attempt, i, col[attempt][i])
+        else:
+            key = (row["eval"], row["task_name"])
+            counters[key] = counters.get(key, 0) + 1
+            row["attempt"] = counters[key]
+        dup = (row["eval"], row["task_name"], row["attempt"])
+        if dup in first_row:
+            raise RewardInputError(
+                f"trials_from_frame: rows {first_row[dup]} and {i} are the same trial "
+                f"(candidate {dup[0]!r}, task {dup[1]!r}, attempt {dup[2]}); expected one row "
+                "per (candidate, task, attempt): pass attempt= to number repeated rows, or "
+                "candidate= if they belong to different runs"
+            )
+        first_row[dup] = i
+        for arg, target in (("latency_ms", "total_ms"), ("cost_usd", "cost_usd")):
+            name = mapping[arg]
+            if name is not None:
+                row[target] = _number(name, i, col[name][i])
+        for arg, target in (("input_tokens", "n_input_tokens"),
+                            ("output_tokens", "n_output_tokens")):
+            name = mapping[arg]
+            if name is not None:
+                row[target] = _count(name, i, col[name][i])
+        message = None if error is None or _is_null(col[error][i]) else str(col[error][i])
+        if message is not None:
+            row["exception_type"], row["exception_message"] = "error", message
+        got = {c: reward_values[c][i] for c in rewards if reward_values[c][i] is not None}
+        reward_dicts.append(got or None)
+        row["reward_valid"] = bool(got) and message is None
+        rows.append(row)
+    where = [f"trials_from_frame: row {i}" for i in range(n)]
+    return build_trials(rows, reward_dicts, out_backend, where=where)
+
+
+def _is_null(value: Any) -> bool:
+    """None, NaN, or pandas' NA/NaT."""
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or type(value).__name__ in ("NAType", "NaTType")
+    )
+
+
+def _reward(column: str, row: int, value: Any) -> bool | int | float | None:
+    if _is_null(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()  # numpy scalars
+    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    raise RewardInputError(
+        f"trials_from_frame: reward column {column!r}, row {row}: {value!r} "
+        f"({type(value).__name__}) is not a reward; expected a finite number or a bool "
+        "(None/NaN for a missing reward)"
+    )
+
+
+def _number(column: str, row: int, value: Any) -> float | None:
+    if _is_null(value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise RewardInputError(
+            f"trials_from_frame: column {column!r}, row {row}: {value!r} "
+            f"({type(value).__name__}); expected a finite number or null"
+        )
+    return float(value)
+
+
+def _count(column: str, row: int, value: Any) -> int | None:
+    if _is_null(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RewardInputError(
+            f"trials_from_frame: column {column!r}, row {row}: {value!r} "
+            f"({type(value).__name__}); expected a whole number of tokens >= 0 or null"
+        )
+    return value
+
+
+def _attempt(column: str, row: int, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RewardInputError(
+            f"trials_from_frame: attempt column {column!r}, row {row}: {value!r} "
+            f"({type(value).__name__}); expected an integer >= 1"
+        )
+    return value
+
+
+def concat_trials(
+    frames: Sequence[Any],
+    *,
+    task_map: Mapping[str, str] | None = None,
+) -> Any:
+    """Stack trial tables from different sources into one.
+
+    Parameters
+    ----------
+    frames
+        Trial tables (from :func:`metrickit.read_harbor_job`, ``read_inspect_log``,
+        ``read_lm_eval_samples``, ``read_terminal_bench``, ``trials_from_frame``), all
+        pandas or all polars.
+    task_map
+        Renames task ids (``{"inspect-sample-id": "harbor-task-name"}``) so the same task
+        has one name across sources; ids not in the map stay.
+
+    Returns
+    -------
+    DataFrame
+        Rows of each table in order. Reward columns are the union of the tables' (sorted),
+        each with its ``_kind_`` companion: a reward key a table does not have is NA (with
+        ``_kind_`` ``missing``) on that table's rows, never 0, since no trial of its
+        evaluations had it (docs/contracts.md, section 5). Within a table the zero-fill is
+        the reader's.
+
+    Raises
+    ------
+    RewardInputError
+        No frames, mixed backends, a table that is not a trial table (no ``_kind_`` reward
+        column or no ``eval``/``task_name`` column), or the same (eval, task, attempt) in two
+        tables from the same job.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from metrickit.io.tidy import concat_trials, trials_from_frame
+    >>> a = trials_from_frame(pd.DataFrame({"id": ["q1"], "ok": [True], "m": ["x"]}),
+    ...                       task="id", reward="ok", model="m")
+    >>> b = trials_from_frame(pd.DataFrame({"id": ["q1"], "f1": [0.5], "m": ["y"]}),
+    ...                       task="id", reward="f1", model="m")
+    >>> concat_trials([a, b])[["eval", "f1", "ok", "_kind_f1", "_kind_ok"]]
+           eval   f1   ok _kind_f1 _kind_ok
+    0  x__adhoc  NaN  1.0  missing     bool
+    1  y__adhoc  0.5  NaN    float  missing
+    """
+    frames = list(frames)
+    if not frames:
+        raise RewardInputError("concat_trials got no tables; pass a list of trial tables")
+    backends = {_native_backend(f) for f in frames}
+    if len(backends) > 1:
+        raise RewardInputError(
+            "concat_trials got pandas and polars tables; convert them to one backend first "
+            "(polars_frame.to_pandas() or polars.from_pandas(pandas_frame))"
+        )
+    keys: list[str] = []
+    for i, frame in enumerate(frames):
+        columns = list(frame.columns)
+        missing = [c for c in ("eval", "task_name", "attempt", "_status") if c not in columns]
+        frame_keys = [c for c in columns if KIND_PREFIX + c in columns]
+        if missing or not frame_keys:
+            raise RewardInputError(
+                f"concat_trials: table {i} is not a trial table (missing "
+                f"{missing or ['a reward column with its _kind_ companion']}); expected tables "
+                "from metrickit's readers or trials_from_frame"
+            )
+        keys.extend(k for k in frame_keys if k not in keys)
+    keys.sort()
+    if backends == {"polars"}:
+        return _concat_polars(frames, keys, task_map)
+    return _concat_pandas(frames, keys, task_map)
+
+
+def _order(columns: list[str], keys: list[str]) -> list[str]:
+    known = [*META, *keys, *(KIND_PREFIX + k for k in keys), *TAIL]
+    extra = [c for c in columns if c not in known]
+    return [*known, *extra]
+
+
+def _concat_pandas(frames: list[Any], keys: list[str], task_map: Mapping[str, str] | None) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    kinds = frames[0][KIND_PREFIX + next(k for k in frames[0].columns if KIND_PREFIX + k in
+                                          frames[0].columns)].cat.categories
+    parts = []
+    for frame in frames:
+        part = frame.copy()
+        for key in keys:
+            if key not in part.columns:
+                part[key] = np.full(len(part), np.nan)
+                part[KIND_PREFIX + key] = pd.Categorical(["missing"] * len(part), categories=kinds)
+        parts.append(part)
+    columns: list[str] = []
+    for part in parts:
+        columns.extend(c for c in part.columns if c not in columns)
+    out = pd.concat(parts, ignore_index=True)
+    for key in keys:
+        out[KIND_PREFIX + key] = pd.Categorical(out[KIND_PREFIX + key], categories=kinds)
+    out["_status"] = pd.Categorical(out["_status"], categories=parts[0]["_status"].cat.categories)
+    if task_map:
+        out["task_name"] = out["task_name"].map(lambda t: task_map.get(t, t)).astype("string")
+    _check_unique(out["job"].tolist(), out["eval"].tolist(), out["task_name"].tolist(),
+                  out["attempt"].tolist())
+    return out[_order(list(out.columns), keys)]
+
+
+def _concat_polars(frames: list[Any], keys: list[str], task_map: Mapping[str, str] | None) -> Any:
+    import polars as pl
+
+    kinds = pl.Enum(["missing", "int", "float", "bool"])
+    parts = []
+    for frame in frames:
+        extra = []
+        for key in keys:
+            if key not in frame.columns:
+                extra += [
+                    pl.lit(None, dtype=pl.Float64).alias(key),
+                    pl.lit("missing", dtype=kinds).alias(KIND_PREFIX + key),
+                ]
+        parts.append(frame.with_columns(extra) if extra else frame)
+    out = pl.concat(parts, how="diagonal")
+    if task_map:
+        out = out.with_columns(pl.col("task_name").replace(dict(task_map)))
+    _check_unique(out["job"].to_list(), out["eval"].to_list(), out["task_name"].to_list(),
+                  out["attempt"].to_list())
+    return out.select(_order(out.columns, keys))
+
+
+def _check_unique(jobs: list[Any], evals: list[Any], tasks: list[Any], attempts: list[Any]) -> None:
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, raw in enumerate(zip(jobs, evals, tasks, attempts, strict=True)):
+        key = tuple(None if _is_null(v) else v for v in raw)
+        if key in seen:
+            raise RewardInputError(
+                f"concat_trials: rows {seen[key]} and {i} are the same trial (job {key[0]!r}, "
+                f"eval {key[1]!r}, task {key[2]!r}, attempt {key[3]}): a table given twice, "
+                "or a task_map that sends two tasks to one name"
+            )
+        seen[key] = i
