@@ -27,7 +27,7 @@ def test_every_error_is_a_metrickit_error_and_every_warning_a_metrickit_warning(
     [
         ("metrickit.compute.stats", "StatsError"),
         ("metrickit.compute.passk", "PassAtKSkipped"),
-        ("metrickit.scoring.scorers", "UncopiedInputWarning"),
+        ("metrickit.scoring.contract", "UncopiedInputWarning"),
     ],
 )
 def test_old_import_paths_give_the_same_class(module, name):

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit.io.jsonl import _parse_fast, _parse_slow
+from metrickit.io.jsonl import parse_fast, parse_slow
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -242,8 +242,8 @@ def test_properties_rows_lines_backends_and_paths_agree(rows, style):
     assert pdf["_line"].tolist() == list(range(1, len(rows) + 1))
     _frames_equal(pdf, pldf)
     # the fast (polars) path, where it applies, equals the exact line-by-line path
-    fast = _parse_fast("t", text.encode())
-    slow, problems = _parse_slow("t", text.encode())
+    fast = parse_fast("t", text.encode())
+    slow, problems = parse_slow("t", text.encode())
     assert not problems
     if fast is not None:
         assert sorted(fast.values) == sorted(slow.values)
@@ -273,8 +273,8 @@ def test_properties_rows_lines_backends_and_paths_agree(rows, style):
     ],
 )
 def test_int_float_kinds_fast_path_equals_exact_path(text):
-    fast = _parse_fast("t", text.encode())
-    slow, problems = _parse_slow("t", text.encode())
+    fast = parse_fast("t", text.encode())
+    slow, problems = parse_slow("t", text.encode())
     assert not problems and fast is not None
     for key in slow.values:
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
@@ -313,8 +313,8 @@ def token_file(draw):
 
 
 def _same_as_exact(text: str, *, fast_path: bool = True) -> None:
-    fast = _parse_fast("t", text.encode())
-    slow, problems = _parse_slow("t", text.encode())
+    fast = parse_fast("t", text.encode())
+    slow, problems = parse_slow("t", text.encode())
     assert not problems
     if fast is None:  # |x| >= 2**53 takes the exact path by design
         assert not fast_path or any(np.any(np.abs(v) >= 2.0**53) for v in slow.values.values())
@@ -401,8 +401,8 @@ def test_many_integral_float_tokens_fall_back_to_a_second_read(tmp_path):
 
     lines = [f'{{"a": {i % 3}.0, "b": {i % 2}, "c": 0.25}}' for i in range(R._MAX_MARKED + 500)]
     data = ("\n".join(lines) + "\n").encode()
-    fast = _parse_fast("t", data)
-    slow, problems = _parse_slow("t", data)
+    fast = parse_fast("t", data)
+    slow, problems = parse_slow("t", data)
     assert fast is not None and not problems
     for key in ("a", "b", "c"):
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
@@ -417,7 +417,7 @@ def _exact(text: str, *, bad_lines: int = 0):
     """The frame the line-by-line path alone gives (the reference for the block path)."""
     from metrickit._core.schema import to_frame
 
-    parsed, problems = _parse_slow("<text>", text.encode())
+    parsed, problems = parse_slow("<text>", text.encode())
     assert len(problems) == bad_lines
     return to_frame([parsed])
 
@@ -502,10 +502,10 @@ def test_long_lines_are_stripped_and_numbered_as_short_ones(monkeypatch):
     text = ('{"a": 1}\n  {"a": 0.5, "b": 2}\t\r\n\n null \n{"a": "' + "x" * 50
             + '"}\n \t \n{"b": 1e3}')
     short = [bytes(x) for x in R._stripped_lines(text.encode())]
-    monkeypatch.setattr(R, "_LONG_LINE", 4)
+    monkeypatch.setattr(R, "LONG_LINE", 4)
     long = [bytes(x) for x in R._stripped_lines(text.encode())]
     assert long == short == [line.strip(b" \t\r\n") for line in text.encode().split(b"\n")]
-    rows, problems = R._parse_slow("t", text.encode())
+    rows, problems = R.parse_slow("t", text.encode())
     assert rows.lines.tolist() == [1, 2, 4, 5, 7]
     assert [p.line for p in problems] == [5]
 
@@ -548,20 +548,20 @@ def test_keys_past_the_sample_are_read_by_polars_too(late):
     rows = [f'{{"a": {i % 3}, "b": {i % 7}.5}}' for i in range(2500)]
     rows += [f'{{"a": 1.0, "{late}": {i}.0, "k{i % 40}": {i}}}' for i in range(600)]
     text = "\n".join(rows) + "\n"
-    fast = _parse_fast("t", text.encode(), dense_cells=10**7)
+    fast = parse_fast("t", text.encode(), dense_cells=10**7)
     assert fast is not None and late in fast.values and "k39" in fast.values
     _same_as_exact(text)  # without dense_cells: the frame's keys are the same
-    slow, _ = _parse_slow("t", text.encode())
+    slow, _ = parse_slow("t", text.encode())
     for key in slow.values:
         assert fast.kinds[key].tolist() == slow.kinds[key].tolist(), key
         assert fast.values[key].tolist() == slow.values[key].tolist(), key
     for bad in ('{"a": 1, "late2": 2, "late2": 3}', '{"a": 1, "late2": null}'):
-        assert _parse_fast("t", (text + bad + "\n").encode(), dense_cells=10**7) is None
+        assert parse_fast("t", (text + bad + "\n").encode(), dense_cells=10**7) is None
 
 
 def test_one_key_per_line_stays_on_the_exact_path():
     text = "".join(f'{{"key_{i}": 1}}\n' for i in range(5000))
-    assert _parse_fast("t", text.encode(), dense_cells=10**6) is None
+    assert parse_fast("t", text.encode(), dense_cells=10**6) is None
 
 
 def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
@@ -578,14 +578,14 @@ def test_byte_order_mark_counts_only_at_the_start_of_the_file(monkeypatch):
 def test_long_lines_still_take_the_fast_path():
     # 600-byte lines: the 64 kB key sample ends inside a line, which must not send the
     # whole block to the line-by-line path (it did: the cut line failed json.loads).
-    from metrickit.io.jsonl import _parse_fast
+    from metrickit.io.jsonl import parse_fast
 
     rows = [{f"key_{k:02d}": (i * k) % 7 / 8 for k in range(40)} for i in range(400)]
     text = "\n".join(json.dumps(r) for r in rows) + "\n"
     assert len(text) / len(rows) > 400  # 200 lines > 64 kB
-    fast = _parse_fast("t", text.encode())
+    fast = parse_fast("t", text.encode())
     assert fast is not None
-    slow, problems = _parse_slow("t", text.encode())
+    slow, problems = parse_slow("t", text.encode())
     assert not problems
     for key in slow.values:
         assert fast.values[key].tolist() == slow.values[key].tolist()

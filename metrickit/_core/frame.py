@@ -54,7 +54,7 @@ def filled_mask(frame: Any) -> Any:
 
 
 
-def _is_frame(obj: Any) -> bool:
+def is_frame(obj: Any) -> bool:
     """A DataFrame or LazyFrame of any library narwhals knows (iterating one gives its
     column names, which would be read as paths)."""
     import narwhals as nw
@@ -171,7 +171,7 @@ def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
 
 
 
-def _finished_trials(frame: Any) -> Any:
+def finished_trials(frame: Any) -> Any:
     """``frame`` without the rows of Harbor trials that are still running."""
     import narwhals as nw
 
@@ -211,7 +211,7 @@ def group_indices(frame: Any, by: str | Sequence[str]) -> dict[Any, np.ndarray]:
     return {uniques[i]: order[bounds[i] : bounds[i + 1]] for i in range(len(uniques))}
 
 
-def _native(frame: Any) -> Any:
+def native_frame(frame: Any) -> Any:
     """The native frame inside a narwhals LazyFrame (anything else as it is)."""
     import narwhals as nw
 
@@ -240,7 +240,7 @@ def is_lazy(obj: Any) -> bool:
 def materialize(frame: Any) -> Any:
     """An eager frame with the same rows (polars: streaming engine; Dask: ``compute``)."""
 
-    frame = _native(frame)
+    frame = native_frame(frame)
     if is_dask(frame):
         return frame.compute().reset_index(drop=True)
     return frame.collect(engine="streaming")
@@ -250,7 +250,7 @@ Policy = Literal["0.25", "0.26"]
 
 
 
-def _rows_for_policy(trials: Any, policy: Policy) -> Any:
+def rows_for_policy(trials: Any, policy: Policy) -> Any:
     """The rows Harbor's job metrics see under ``policy``, as a native frame."""
     import narwhals as nw
 

@@ -450,7 +450,7 @@ class HarborAccumulator:
         return int(value) if is_int else value
 
 
-def _mean(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
+def mean_or_zero(values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]) -> Number:
     # Empty input: 0, as the seed's example metric.py does (Harbor's own Mean would
     # divide by zero).
     return 0 if len(values) == 0 else harbor_mean(values, is_int)
@@ -469,7 +469,7 @@ def _empty_raises(name: str, fn: _Agg) -> _Agg:
 
 
 HARBOR_METRICS: dict[str, _Agg] = {
-    "mean": _mean,
+    "mean": mean_or_zero,
     "sum": harbor_sum,
     "min": _empty_raises("min", harbor_min),
     "max": _empty_raises("max", harbor_max),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._core.values import KIND_PREFIX, KINDS, META_COLUMNS, STATUSES, _is_utf8
+from metrickit._core.values import KIND_PREFIX, KINDS, META_COLUMNS, STATUSES, is_utf8
 from metrickit.errors import HarborJobError, RewardFileError
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Parsed:
 
 
 
-def _merge(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
+def merge_parts(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
     """One array per column from the parsed parts, *consuming* them: each part's arrays
     are dropped as soon as they are copied, so the merge needs one column's worth of
     memory on top of the parts, not a second copy of everything."""
@@ -100,7 +100,7 @@ def _pop(columns: dict[str, Any], key: str, size: int, dtype: Any) -> Any:
 
 
 
-def _check_filled(source: str, rows: int, keys: int, cells: int) -> None:
+def check_filled(source: str, rows: int, keys: int, cells: int) -> None:
     """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells."""
     filled = rows * keys - cells
     if filled > MAX_FILLED_CELLS:
@@ -114,7 +114,7 @@ def _check_filled(source: str, rows: int, keys: int, cells: int) -> None:
 
 
 
-def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
+def check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
     reserved = set(META_COLUMNS) | {KIND_PREFIX + k for k in keys}
     clash = [k for k in keys if k in reserved]
     if clash:
@@ -136,12 +136,12 @@ def _check_names(keys: list[str], parts: Sequence[Parsed] = ()) -> None:
 def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
     """Turn parsed sources into one DataFrame of the chosen backend."""
     names = sorted({k for p in parts for k in p.values})
-    _check_names(names, parts)
+    check_names(names, parts)
     if len(parts) > 1:
         cells = sum(int(np.count_nonzero(kinds)) for p in parts for kinds in p.kinds.values())
         source = parts[0].source if len({p.source for p in parts}) == 1 else "the input"
-        _check_filled(source, sum(p.n for p in parts), len(names), cells)
-    keys, cols = _merge(parts)
+        check_filled(source, sum(p.n for p in parts), len(names), cells)
+    keys, cols = merge_parts(parts)
     if backend == "polars":
         return _to_polars(keys, cols)
     return _to_pandas(keys, cols)
@@ -159,7 +159,7 @@ def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
     import pandas as pd
 
     for value in values:
-        if isinstance(value, str) and not value.isascii() and not _is_utf8(value):
+        if isinstance(value, str) and not value.isascii() and not is_utf8(value):
             return pd.StringDtype("python")
     return default
 
@@ -167,14 +167,14 @@ def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
 
 def printable(name: str) -> str:
     """``name`` with the bytes of a non-UTF-8 path shown as ``\\xe9`` escapes (printable)."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace") if not _is_utf8(name) else name
+    return os.fsencode(name).decode("utf-8", "backslashreplace") if not is_utf8(name) else name
 
 
 
 def not_utf8_label(names: Iterable[str], backend: str = "polars") -> str | None:
     """The message refusing a source label (path) that is not UTF-8, or None if all are."""
     for name in names:
-        if not name.isascii() and not _is_utf8(name):
+        if not name.isascii() and not is_utf8(name):
             return (
                 f"{printable(name)}: the path is not UTF-8 (bytes {os.fsencode(name)!r}); "
                 f"{backend} holds UTF-8 text only, so it cannot label rows with this path. Use "
@@ -208,7 +208,7 @@ def _to_pandas(keys: list[str], cols: dict[str, Any]) -> pd.DataFrame:
 
 
 
-def _polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Series:
+def polars_enum(codes: npt.NDArray[Any], categories: Sequence[str]) -> pl.Series:
     import polars as pl
 
     # gather on the categories themselves: the codes become the Enum's physical values
@@ -258,7 +258,7 @@ TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
 
 
 
-def _trials_pandas(
+def trials_pandas(
     columns: dict[str, list[Any]],
     status: np.ndarray,
     keys: list[str],
@@ -268,7 +268,7 @@ def _trials_pandas(
     import pandas as pd
 
     data: dict[str, Any] = {}
-    for name in _META:
+    for name in LEADING_COLUMNS:
         if name == "_status":
             data[name] = pd.Categorical.from_codes(
                 status.astype(np.int8), categories=pd.Index(list(TRIAL_STATUSES))
@@ -285,7 +285,7 @@ def _trials_pandas(
         data[KIND_PREFIX + key] = pd.Categorical.from_codes(
             kinds[key], categories=pd.Index(list(KINDS))
         )
-    for name in _TAIL:
+    for name in TRAILING_COLUMNS:
         col = columns[name]
         if name in _INT_COLUMNS:
             data[name] = pd.array(col, dtype="Int64")
@@ -303,7 +303,7 @@ def _trials_pandas(
 
 
 
-def _trials_polars(
+def trials_polars(
     columns: dict[str, list[Any]],
     status: np.ndarray,
     keys: list[str],
@@ -313,7 +313,7 @@ def _trials_polars(
     import polars as pl
 
     series: dict[str, pl.Series] = {}
-    for name in _META:
+    for name in LEADING_COLUMNS:
         if name == "_status":
             series[name] = pl.Series(
                 name, [TRIAL_STATUSES[s] for s in status], dtype=pl.Enum(TRIAL_STATUSES)
@@ -330,7 +330,7 @@ def _trials_polars(
         series[KIND_PREFIX + key] = pl.Series(
             KIND_PREFIX + key, [KINDS[k] for k in kinds[key]], dtype=pl.Enum(KINDS)
         )
-    for name in _TAIL:
+    for name in TRAILING_COLUMNS:
         col = columns[name]
         if name in _INT_COLUMNS or name == "n_steps":
             series[name] = pl.Series(name, col, dtype=pl.Int64)
@@ -361,14 +361,14 @@ def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
     return pl.Series(name, col, dtype=pl.String)
 
 
-_META = (
+LEADING_COLUMNS = (
     "job", "eval", "agent", "agent_version", "model", "model_provider", "source",
     "task_name", "trial_name", "attempt", "_status", "has_reward", "reward_valid",
 )
 
 
 
-_TAIL = (
+TRAILING_COLUMNS = (
     "exception_type", "exception_message", "step_exception_type",
     "n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd", "n_steps",
     "started_at", "finished_at", "environment_setup_ms", "agent_setup_ms",

@@ -18,7 +18,7 @@ OK, EMPTY, NULL, INVALID = range(4)
 MAX_EXACT_INT = 2**53
 
 
-class _NonFinite:
+class NonFinite:
     """Placeholder for the NaN/Infinity tokens Python's json accepts and Harbor must not see."""
 
     def __init__(self, token: str) -> None:
@@ -28,7 +28,7 @@ class _NonFinite:
         return self.token
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short_repr(value: Any, limit: int = 60) -> str:
     if isinstance(value, str) and len(value) > 2 * limit:
         # repr of a prefix, not of the whole (a 150 MB string would be copied once more);
         # the quotes it holds make repr pick the quote character it picks for the whole
@@ -40,14 +40,14 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check_value(key: str, value: Any) -> tuple[float, int] | str:
+def check_value(key: str, value: Any) -> tuple[float, int] | str:
     """(value, kind) for a valid reward value, else the reason it is not one."""
     if isinstance(value, bool):
         return (1.0 if value else 0.0), BOOL
     if isinstance(value, int):
         if abs(value) > MAX_EXACT_INT:
             return (
-                f"value of {key!r} is the integer {_short(value)}, too large to hold exactly; "
+                f"value of {key!r} is the integer {short_repr(value)}, too large to hold exactly; "
                 f"expected a number with |x| <= 2**53"
             )
         return float(value), INT
@@ -56,7 +56,7 @@ def _check_value(key: str, value: Any) -> tuple[float, int] | str:
             why = "not a number" if math.isnan(value) else "the number overflows a float"
             return f"value of {key!r} is {value!r} ({why}); expected a finite number"
         return value, FLOAT
-    if isinstance(value, _NonFinite):
+    if isinstance(value, NonFinite):
         return f"value of {key!r} is {value.token}; expected a finite number"
     if value is None:
         type_name = "null"
@@ -66,12 +66,12 @@ def _check_value(key: str, value: Any) -> tuple[float, int] | str:
     else:
         type_name = type(value).__name__
     return (
-        f"value of {key!r} is {_short(value)} ({type_name}); "
+        f"value of {key!r} is {short_repr(value)} ({type_name}); "
         "expected a finite number (JSON int, float, true or false)"
     )
 
 
-def _is_utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

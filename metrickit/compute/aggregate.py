@@ -25,18 +25,18 @@ import numpy as np
 import numpy.typing as npt
 
 from metrickit._core.frame import (
-    _finished_trials,
-    _is_frame,
+    finished_trials,
     group_indices,
+    is_frame,
     is_lazy,
     materialize,
     reward_arrays,
 )
 from metrickit._core.harbor_math import (
     HARBOR_METRICS,
-    _mean,
     harbor_sum,
     harbor_sums,
+    mean_or_zero,
 )
 from metrickit.compute.stream import aggregate_lazy
 from metrickit.errors import AggregationError
@@ -97,9 +97,9 @@ def _harbor_result(
     if workers > 1 and n >= _THREADED_ROWS and not in_pool:
         # Harbor's sum is a sequential cumsum that numpy runs without the GIL, so keys
         # aggregate side by side, interleaved in pieces so no thread idles.
-        if fn is _mean or fn is harbor_sum:
+        if fn is mean_or_zero or fn is harbor_sum:
             sums = harbor_sums([(values[k], is_int[k]) for k in keys], _pool())
-            results = [total / n for total in sums] if fn is _mean else sums
+            results = [total / n for total in sums] if fn is mean_or_zero else sums
         else:
             results = list(_pool().map(lambda key: fn(values[key], is_int[key]), keys))
         return dict(zip(keys, results, strict=True))
@@ -163,7 +163,7 @@ def aggregate(
             # a metric that reads a lazy frame batch by batch itself (metrickit.Metric)
             return _result(metric, _compute(metric)(rewards))
         rewards = materialize(rewards)
-    elif not _is_frame(rewards):
+    elif not is_frame(rewards):
         if by is None and isinstance(metric, str) and metric in HARBOR_METRICS:
             # No frame: Harbor's answer for any valid input (keys named like metadata
             # columns too), in memory that grows with the data (metrickit.compute.direct).
@@ -171,7 +171,7 @@ def aggregate(
 
             return aggregate_source(rewards, metric)
         rewards = read_rewards(rewards)
-    rewards = _finished_trials(rewards)
+    rewards = finished_trials(rewards)
     if by is not None:
         return _aggregate_by(rewards, metric, by)
     if isinstance(metric, str):

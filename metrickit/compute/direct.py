@@ -22,8 +22,8 @@ import numpy as np
 from metrickit._core.harbor_math import GroupAccumulator, HarborAccumulator, parsed_columns
 from metrickit._core.values import INT
 from metrickit.errors import RewardFileError
-from metrickit.io.jsonl import _parse_fast, _raise_message, _RowBuilder, _slow_rows
-from metrickit.io.sources import _BOM, _iter_sources, iter_blocks, split_blocks
+from metrickit.io.jsonl import RowBuilder, parse_fast, raise_message, slow_rows
+from metrickit.io.sources import BOM, iter_blocks, iter_sources, split_blocks
 
 __all__ = ["aggregate_source"]
 
@@ -32,19 +32,19 @@ def aggregate_source(source: Any, metric: str) -> dict[str, Any]:
     """Harbor's ``metric`` over a path, glob, list of paths, JSONL text/bytes, open file or
     list of dicts/None, as ``aggregate(read_rewards(source), metric)`` computes it."""
     group = GroupAccumulator()
-    for name, payload in _iter_sources(source):
+    for name, payload in iter_sources(source):
         if isinstance(payload, Path | bytes):
             blocks = iter_blocks(payload) if isinstance(payload, Path) else split_blocks(payload)
             problems = _feed_blocks(group, name, blocks)
         else:
-            builder = _RowBuilder(name)
+            builder = RowBuilder(name)
             for number, obj in enumerate(payload, start=1):
                 builder.add(number, dict(obj) if hasattr(obj, "keys") else obj)
             problems = builder.problems
             if not problems:
                 _feed_cells(group, builder)
         if problems:
-            raise RewardFileError(_raise_message(problems))
+            raise RewardFileError(raise_message(problems))
     return group.result(metric, None)
 
 
@@ -54,18 +54,18 @@ def _feed_blocks(group: GroupAccumulator, name: str, blocks: Any) -> list[Any]:
     offset = 0
     keys: set[str] = set()
     for index, block in enumerate(blocks):
-        if index == 0 and block.startswith(_BOM):
-            block = block[len(_BOM) :]
+        if index == 0 and block.startswith(BOM):
+            block = block[len(BOM) :]
         parsed = None
-        if _BOM not in block[:3]:
-            parsed = _parse_fast(name, block, keys_hint=keys)
+        if BOM not in block[:3]:
+            parsed = parse_fast(name, block, keys_hint=keys)
         if parsed is not None:
             offset += parsed.newlines
             keys.update(parsed.values)
             if not problems:
                 group.feed(parsed_columns(parsed), parsed.n)
             continue
-        builder, newlines = _slow_rows(name, block)
+        builder, newlines = slow_rows(name, block)
         problems.extend(replace(p, line=p.line + offset) for p in builder.problems)
         offset += newlines
         keys.update(builder.cells)
@@ -74,7 +74,7 @@ def _feed_blocks(group: GroupAccumulator, name: str, blocks: Any) -> list[Any]:
     return problems
 
 
-def _feed_cells(group: GroupAccumulator, builder: _RowBuilder) -> None:
+def _feed_cells(group: GroupAccumulator, builder: RowBuilder) -> None:
     """Feed the rows a builder collected, one key at a time from its sparse cells."""
     n = len(builder.lines)
     for key in builder.cells:

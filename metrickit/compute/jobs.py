@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from metrickit._core.frame import Policy, _rows_for_policy
+from metrickit._core.frame import Policy, rows_for_policy
 from metrickit._core.values import KIND_PREFIX
 from metrickit.io.harbor import read_harbor_job
-from metrickit.io.harbor_trials import _find_jobs, _load_json
+from metrickit.io.harbor_trials import find_jobs, load_json
 
 
 def job_metrics(
@@ -57,7 +57,7 @@ def job_metrics(
     from metrickit._core.frame import group_indices
     from metrickit.compute.aggregate import aggregate
 
-    rows = _rows_for_policy(trials, policy)
+    rows = rows_for_policy(trials, policy)
     out = aggregate(rows, metric, by=by) if len(rows) else {}
     # Evaluations with no counted trial: Harbor's "metrics": [] (listed, not dropped).
     # A running trial whose config.json is not written yet has no evaluation: not listed.
@@ -96,8 +96,8 @@ def _fmt_int(value: Any) -> str:
 
 def _detect_policy(path: Path) -> tuple[Policy, str]:
     versions = set()
-    for job in _find_jobs(path):
-        obj = _load_json(job / "result.json")
+    for job in find_jobs(path):
+        obj = load_json(job / "result.json")
         if isinstance(obj, dict):
             versions.add("0.26" if "schema_version" in obj else "0.25")
     if versions == {"0.26"}:

@@ -167,9 +167,9 @@ def pass_at_k(
     import narwhals as nw
     import pandas as pd
 
-    from metrickit._core.frame import _rows_for_policy, group_indices, reward_arrays
+    from metrickit._core.frame import group_indices, reward_arrays, rows_for_policy
 
-    rows = _rows_for_policy(trials, policy)
+    rows = rows_for_policy(trials, policy)
     nf = nw.from_native(rows, eager_only=True)
     if task not in nf.columns:
         raise StatsError(f"task={task!r} is not a column; columns are {list(nf.columns)}")

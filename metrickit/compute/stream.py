@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._core.frame import _native, is_dask, materialize
+from metrickit._core.frame import is_dask, materialize, native_frame
 from metrickit._core.harbor_math import GroupAccumulator, parsed_columns
 from metrickit._core.values import KIND_PREFIX
 from metrickit.errors import AggregationError
@@ -43,10 +43,10 @@ def _frame_pieces(
     batches: Iterable[Any], by: str | Sequence[str] | None
 ) -> Iterator[tuple[Any, Piece]]:
     """(group label, piece) for eager frames given in row order."""
-    from metrickit._core.frame import _finished_trials, group_indices, reward_arrays
+    from metrickit._core.frame import finished_trials, group_indices, reward_arrays
 
     for batch in batches:
-        batch = _finished_trials(batch)
+        batch = finished_trials(batch)
         _, values, is_int, present = reward_arrays(batch)
         n = len(batch)
         if by is None:
@@ -76,7 +76,7 @@ def _polars_batches(frame: Any) -> Iterator[Any]:
 def eager_batches(frame: Any) -> Iterator[Any]:
     """The rows of a lazy or Dask frame as eager frames, in row order, one at a time."""
 
-    frame = _native(frame)
+    frame = native_frame(frame)
     if is_dask(frame):
         from metrickit.io.dask import iter_partitions
 
@@ -88,7 +88,7 @@ def eager_batches(frame: Any) -> Iterator[Any]:
 def empty_like(frame: Any) -> Any:
     """An eager frame with the lazy frame's columns and no rows."""
 
-    frame = _native(frame)
+    frame = native_frame(frame)
     if is_dask(frame):
         return frame._meta
     return frame.clear().collect()
@@ -99,7 +99,7 @@ def lazy_reward_keys(frame: Any) -> list[str]:
 
     from metrickit._core.frame import reward_keys
 
-    frame = _native(frame)
+    frame = native_frame(frame)
     if is_dask(frame):
         names = [str(c) for c in frame.columns]
         return [c for c in names if KIND_PREFIX + c in names] or [
@@ -115,7 +115,7 @@ def occurring_keys(frame: Any) -> list[str]:
     from metrickit._core.frame import reward_arrays
     from metrickit.io.scan import SCAN_ATTRIBUTE
 
-    native = _native(frame)
+    native = native_frame(frame)
     order = lazy_reward_keys(native)
     if getattr(native, SCAN_ATTRIBUTE, None) is not None:
         return order  # the schema pass found every key in the data itself
@@ -133,7 +133,7 @@ def _pieces(frame: Any, by: str | Sequence[str] | None) -> tuple[Iterator[Any], 
 
     from metrickit.io.scan import SCAN_ATTRIBUTE
 
-    frame = _native(frame)
+    frame = native_frame(frame)
     spec = getattr(frame, SCAN_ATTRIBUTE, None)
     if spec is not None and (by is None or _is_source(by)):
         return _scan_pieces(spec, by is not None), None

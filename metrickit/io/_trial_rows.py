@@ -21,19 +21,19 @@ from typing import Any, Literal
 import numpy as np
 
 from metrickit._core.schema import (
-    _META,
-    _TAIL,
     KIND_PREFIX,
+    LEADING_COLUMNS,
+    TRAILING_COLUMNS,
     TRIAL_STATUSES,
-    _trials_pandas,
-    _trials_polars,
+    trials_pandas,
+    trials_polars,
 )
 from metrickit.errors import RewardInputError
 
 Backend = Literal["pandas", "polars"]
 
-META: tuple[str, ...] = _META
-TAIL: tuple[str, ...] = _TAIL
+META: tuple[str, ...] = LEADING_COLUMNS
+TAIL: tuple[str, ...] = TRAILING_COLUMNS
 #: every column a reader fills (``_status``, ``has_reward`` and the reward columns come
 #: from the reward dicts)
 ROW_COLUMNS = tuple(c for c in (*META, *TAIL) if c not in ("_status",))
@@ -190,5 +190,5 @@ def _frame(
     # other formats have no steps: 0 as well (the schema holds no null there)
     columns["n_steps"] = [0 if v is None else v for v in columns["n_steps"]]
     if backend == "polars":
-        return _trials_polars(columns, codes, keys, values, kinds)
-    return _trials_pandas(columns, codes, keys, values, kinds)
+        return trials_polars(columns, codes, keys, values, kinds)
+    return trials_pandas(columns, codes, keys, values, kinds)

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._core.schema import Parsed, _check_names, string_dtype
+from metrickit._core.schema import Parsed, check_names, string_dtype
 from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
 from metrickit.errors import Problem, RewardFileError
-from metrickit.io.jsonl import _raise_message
-from metrickit.io.sources import _expand, _looks_like_text
+from metrickit.io.jsonl import raise_message
+from metrickit.io.sources import expand_paths, looks_like_text
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "iter_partitions", "read_rewards_dask"]
 
@@ -61,15 +61,15 @@ def one_partition(frame: Any) -> Any:
 def source_paths(source: Any) -> list[Path] | None:
     """The files a source names, or None when it is not a path/glob/list of paths."""
     if isinstance(source, str):
-        if _looks_like_text(source) and not Path(source).is_file():
+        if looks_like_text(source) and not Path(source).is_file():
             return None
-        return _expand(source)
+        return expand_paths(source)
     if isinstance(source, os.PathLike):
-        return _expand(source)
+        return expand_paths(source)
     if isinstance(source, Sequence) and not isinstance(source, bytes | bytearray):
         items = list(source)
         if items and all(isinstance(i, str | os.PathLike) for i in items):
-            return [path for item in items for path in _expand(item)]
+            return [path for item in items for path in expand_paths(item)]
     return None
 
 
@@ -206,12 +206,12 @@ def read_rewards_dask(source: Any, *, block_bytes: int = DEFAULT_BLOCK_BYTES) ->
             offset = 0
         if problems:
             shifted = [replace(p, line=p.line + offset) for p in problems]
-            raise RewardFileError(_raise_message(shifted))
+            raise RewardFileError(raise_message(shifted))
         keys.update(block_keys)
         jobs.append((block, offset))
         offset += newlines
     ordered = sorted(keys)
-    _check_names(ordered)
+    check_names(ordered)
     empty = Parsed(sources[0] if sources else "", np.zeros(0, np.int64), np.zeros(0, np.uint8))
     meta = _pandas_frame(empty, ordered, sources)
     return dd.from_map(_load_block, jobs, keys=ordered, sources=sources, meta=meta)

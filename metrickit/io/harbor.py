@@ -52,17 +52,17 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from metrickit._core.schema import _META, _TAIL, _trials_pandas, _trials_polars
+from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS, trials_pandas, trials_polars
 from metrickit._core.values import INVALID, KIND_PREFIX
 from metrickit.errors import HarborJobError, Problem
 from metrickit.io.harbor_trials import (
     RUNNING,
-    _find_jobs,
-    _read_trial,
-    _running_row,
-    _subdirs,
-    _Trial,
+    TrialRecord,
     eval_key,
+    find_jobs,
+    read_trial,
+    running_row,
+    subdirs,
 )
 from metrickit.io.jsonl import parse_rows
 
@@ -149,8 +149,8 @@ def read_harbor_job(
         roots = [Path(p) for p in path_or_paths]
         if not roots:
             raise HarborJobError("read_harbor_job got an empty list; pass at least one job folder")
-    jobs = [job for root in roots for job in _find_jobs(root)]
-    folders = [(job, trial) for job in jobs for trial in _subdirs(job)]
+    jobs = [job for root in roots for job in find_jobs(root)]
+    folders = [(job, trial) for job in jobs for trial in subdirs(job)]
     trials = _read_all([f for _, f in folders], progress)
     problems = [t.problem for t in trials if t.problem is not None]
     if problems and errors == "raise":
@@ -170,31 +170,31 @@ def read_harbor_job(
             )
     for (job, folder), t in zip(folders, trials, strict=True):
         if t.status == RUNNING:
-            t.row = _running_row(folder, known)
+            t.row = running_row(folder, known)
         t.row["job"] = job.name
         t.row["trial_dir"] = str(folder)
     frame = _build(trials, backend)
     return (frame, problems) if errors == "report" else frame
 
 
-def _read_all(folders: list[Path], progress: bool | None) -> list[_Trial]:
+def _read_all(folders: list[Path], progress: bool | None) -> list[TrialRecord]:
     """Every trial folder read, in order, in this process: json parsing and validation
     hold the GIL, so threads run slower than one thread, and a second reader process
     measured 0.80-1.14x on two cores, too little for its cost."""
     show = progress if progress is not None else len(folders) >= _PROGRESS_MIN
     if not show:
-        return [_read_trial(f) for f in folders]
+        return [read_trial(f) for f in folders]
     from tqdm.auto import tqdm
 
     with tqdm(total=len(folders), desc="reading trials", unit="trial") as bar:
         trials = []
         for folder in folders:
-            trials.append(_read_trial(folder))
+            trials.append(read_trial(folder))
             bar.update(1)
         return trials
 
 
-def _order(trials: list[_Trial]) -> list[int]:
+def _order(trials: list[TrialRecord]) -> list[int]:
     """Jobs in the order given; within a job by start time (running last), then name."""
     far = datetime.max.replace(tzinfo=UTC)
     job_rank: dict[str, int] = {}
@@ -209,7 +209,7 @@ def _order(trials: list[_Trial]) -> list[int]:
     return sorted(range(len(trials)), key=key)
 
 
-def _build(trials: list[_Trial], backend: Backend) -> Any:
+def _build(trials: list[TrialRecord], backend: Backend) -> Any:
     order = _order(trials)
     trials = [trials[i] for i in order]
     parsed, reward_problems = parse_rows("<trials>", [t.rewards for t in trials])
@@ -230,7 +230,8 @@ def _build(trials: list[_Trial], backend: Backend) -> Any:
         keys = ["reward"]
         parsed.values["reward"] = np.zeros(len(trials), dtype=np.float64)
         parsed.kinds["reward"] = np.zeros(len(trials), dtype=np.uint8)
-    clash = [k for k in keys if k in _META or k in _TAIL or k.startswith(KIND_PREFIX)]
+    added = {*LEADING_COLUMNS, *TRAILING_COLUMNS}
+    clash = [k for k in keys if k in added or k.startswith(KIND_PREFIX)]
     if clash:
         raise HarborJobError(
             f"reward key {clash[0]!r} (in {trials[0].folder.parent}) clashes with a column "
@@ -242,11 +243,12 @@ def _build(trials: list[_Trial], backend: Backend) -> Any:
         k = (t.row["job"], t.row["eval"], t.row["task_name"])
         seen[k] = seen.get(k, 0) + 1
         t.row["attempt"] = seen[k]
-    columns: dict[str, list[Any]] = {c: [t.row[c] for t in trials] for c in (*_META, *_TAIL)
+    columns: dict[str, list[Any]] = {c: [t.row[c] for t in trials]
+                                     for c in (*LEADING_COLUMNS, *TRAILING_COLUMNS)
                                      if c != "_status"}
     if backend == "polars":
-        return _trials_polars(columns, status, keys, parsed.values, parsed.kinds)
-    return _trials_pandas(columns, status, keys, parsed.values, parsed.kinds)
+        return trials_polars(columns, status, keys, parsed.values, parsed.kinds)
+    return trials_pandas(columns, status, keys, parsed.values, parsed.kinds)
 
 
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metrickit._core.schema import _META, _TAIL
-from metrickit._core.values import INVALID, NULL, _check_value
+from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS
+from metrickit._core.values import INVALID, NULL, check_value
 from metrickit.errors import HarborJobError, Problem
 
 RUNNING = 4
@@ -71,7 +71,7 @@ def eval_key(agent: str, model: str | None, source: str | None) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _load_json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep nesting
@@ -82,7 +82,7 @@ def _kind(folder: Path, *, layout: bool = False) -> str | None:
     """``"job"``, ``"trial"`` or None, from the folder's own files (and, with ``layout``,
     from which files exist when they do not parse)."""
     for name in ("result.json", "config.json"):
-        obj = _load_json(folder / name)
+        obj = load_json(folder / name)
         if isinstance(obj, dict):
             if "trial_name" in obj or "task_name" in obj or "task" in obj:
                 return "trial"
@@ -96,21 +96,21 @@ def _kind(folder: Path, *, layout: bool = False) -> str | None:
         return None
     # Files that do not parse (a truncated result.json): tell by the layout instead.
     inner = ("result.json", "config.json", "trial.log")
-    if any((sub / name).exists() for sub in _subdirs(folder) for name in inner):
+    if any((sub / name).exists() for sub in subdirs(folder) for name in inner):
         return "job"
     if any((folder / name).exists() for name in inner):
         return "trial"
     return None
 
 
-def _subdirs(folder: Path) -> list[Path]:
+def subdirs(folder: Path) -> list[Path]:
     return sorted(
         (p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=lambda p: p.name,
     )
 
 
-def _find_jobs(path: Path) -> list[Path]:
+def find_jobs(path: Path) -> list[Path]:
     if not path.exists():
         raise HarborJobError(f"{path}: no such folder; expected a Harbor job folder")
     if not path.is_dir():
@@ -126,7 +126,7 @@ def _find_jobs(path: Path) -> list[Path]:
             f"{path}: is a single trial folder; pass the job folder that contains it "
             f"({path.parent})"
         )
-    children = _subdirs(path)
+    children = subdirs(path)
     for child in children:
         kind = _kind(child, layout=True)
         if kind == "trial":
@@ -388,7 +388,7 @@ def _parse_trial(obj: Any, folder: Path) -> tuple[dict[str, Any], dict[str, Any]
 
 
 def _empty_row(folder: Path) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys((*_META, *_TAIL))
+    row: dict[str, Any] = dict.fromkeys((*LEADING_COLUMNS, *TRAILING_COLUMNS))
     row.update(
         task_name=folder.name.split("__")[0],
         trial_name=folder.name,
@@ -403,10 +403,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _running_row(folder: Path, known: dict[tuple[Any, Any], dict[str, Any]]) -> dict[str, Any]:
+def running_row(folder: Path, known: dict[tuple[Any, Any], dict[str, Any]]) -> dict[str, Any]:
     """A trial without result.json, described from its config.json where possible."""
     row = _empty_row(folder)
-    config = _load_json(folder / "config.json")
+    config = load_json(folder / "config.json")
     if not isinstance(config, dict):
         return row
     task = _dict(config.get("task"))
@@ -433,7 +433,7 @@ def _running_row(folder: Path, known: dict[tuple[Any, Any], dict[str, Any]]) -> 
 
 
 @dataclass
-class _Trial:
+class TrialRecord:
     folder: Path
     row: dict[str, Any]
     rewards: dict[str, Any] | None
@@ -442,12 +442,12 @@ class _Trial:
     config_agent: tuple[Any, Any] | None = None
 
 
-def _read_trial(folder: Path) -> _Trial:
+def read_trial(folder: Path) -> TrialRecord:
     path = folder / "result.json"
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return _Trial(folder, _empty_row(folder), None, RUNNING)
+        return TrialRecord(folder, _empty_row(folder), None, RUNNING)
     except OSError as exc:
         return _bad_trial(folder, path, f"cannot be read ({exc.strerror})")
     if not raw.strip():
@@ -485,13 +485,13 @@ def _read_trial(folder: Path) -> _Trial:
         return _bad_trial(folder, path, str(exc), exc.line or _field_line(raw, str(exc)))
     # A bad reward value is a bad trial file too, so errors="report" keeps the other trials.
     for key, value in (rewards or {}).items():
-        reason = _check_value(key, value)
+        reason = check_value(key, value)
         if isinstance(reason, str):
             where = _key_line(raw, key) if _key_line(raw, "rewards") else 0
             return _bad_trial(folder, path, f"verifier_result.rewards: {reason}", where)
     agent_cfg = _dict(_dict(obj.get("config")).get("agent"))
     model_name = agent_cfg.get("model_name")  # a dict key later: a list here must not crash
-    return _Trial(
+    return TrialRecord(
         folder, row, rewards, NULL,
         config_agent=(row["agent"], model_name if isinstance(model_name, str) else None),
     )
@@ -563,6 +563,6 @@ def _field_line(raw: bytes, message: str) -> int:
     return _key_line(raw, last)
 
 
-def _bad_trial(folder: Path, path: Path, message: str, line: int = 0) -> _Trial:
+def _bad_trial(folder: Path, path: Path, message: str, line: int = 0) -> TrialRecord:
     row = _empty_row(folder)
-    return _Trial(folder, row, None, INVALID, problem=Problem(str(path), line, message))
+    return TrialRecord(folder, row, None, INVALID, problem=Problem(str(path), line, message))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._core.schema import Parsed, _check_filled, _merge
+from metrickit._core.schema import Parsed, check_filled, merge_parts
 from metrickit._core.values import (
     EMPTY,
     FLOAT,
@@ -24,13 +24,13 @@ from metrickit._core.values import (
     MAX_EXACT_INT,
     NULL,
     OK,
-    _check_value,
-    _is_utf8,
-    _NonFinite,
-    _short,
+    NonFinite,
+    check_value,
+    is_utf8,
+    short_repr,
 )
 from metrickit.errors import Problem
-from metrickit.io.sources import _BOM, _LONG_LINE, split_blocks
+from metrickit.io.sources import BOM, LONG_LINE, split_blocks
 
 if TYPE_CHECKING:
     import polars as pl
@@ -88,16 +88,16 @@ def parse_blocks(
     offset = 0
     keys: set[str] = set()
     for index, block in enumerate(blocks):
-        if index == 0 and block.startswith(_BOM):
-            block = block[len(_BOM) :]
+        if index == 0 and block.startswith(BOM):
+            block = block[len(BOM) :]
         found: list[Problem] = []
         # A byte-order mark only counts at the start of the file; elsewhere it is part
         # of a (then invalid) line, and the exact path says so.
         parsed = None
-        if _BOM not in block[:3]:
-            parsed = _parse_fast(name, block, keys_hint=keys, dense_cells=dense_cells)
+        if BOM not in block[:3]:
+            parsed = parse_fast(name, block, keys_hint=keys, dense_cells=dense_cells)
         if parsed is None:
-            parsed, found = _parse_slow(name, block)
+            parsed, found = parse_slow(name, block)
         if offset:
             parsed.lines += offset
             found = [replace(p, line=p.line + offset) for p in found]
@@ -115,7 +115,7 @@ def _concat(name: str, parts: list[Parsed]) -> Parsed:
     if len(parts) == 1:
         return parts[0]
     newlines = sum(p.newlines for p in parts)
-    _, cols = _merge(parts)
+    _, cols = merge_parts(parts)
     return Parsed(
         name, cols["lines"], cols["status"], cols["values"], cols["kinds"], newlines=newlines
     )
@@ -139,7 +139,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Obj:
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_NonFinite, object_pairs_hook=_pairs_hook)
+    return json.loads(text, parse_constant=NonFinite, object_pairs_hook=_pairs_hook)
 
 
 
@@ -147,7 +147,7 @@ def _loads(text: str) -> Any:
 
 
 @dataclass
-class _RowBuilder:
+class RowBuilder:
     """Collects rows one by one (the slow, exact path)."""
 
     source: str
@@ -173,7 +173,8 @@ class _RowBuilder:
             )
             self.bad(
                 line,
-                f"line is {kind} ({_short(obj)}); expected a JSON object of named numbers or null",
+                f"line is {kind} ({short_repr(obj)}); expected a JSON object of named numbers "
+                "or null",
             )
             return
         duplicates = getattr(obj, "duplicates", [])
@@ -189,7 +190,7 @@ class _RowBuilder:
             if not isinstance(key, str):
                 self.bad(line, f"key {key!r} is not a string; expected string keys")
                 return
-            if not key.isascii() and not _is_utf8(key):
+            if not key.isascii() and not is_utf8(key):
                 self.bad(
                     line,
                     f"key {key!r} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape "
@@ -198,9 +199,9 @@ class _RowBuilder:
                     key=key,
                 )
                 return
-            result = _check_value(key, value)
+            result = check_value(key, value)
             if isinstance(result, str):
-                self.bad(line, result, key=key, value=_short(value, 200))  # its repr
+                self.bad(line, result, key=key, value=short_repr(value, 200))  # its repr
                 return
             checked[key] = result
         row = len(self.lines)
@@ -211,7 +212,7 @@ class _RowBuilder:
 
     def build(self) -> Parsed:
         n = len(self.lines)
-        _check_filled(self.source, n, len(self.cells), sum(len(c) for c in self.cells.values()))
+        check_filled(self.source, n, len(self.cells), sum(len(c) for c in self.cells.values()))
         parsed = Parsed(
             self.source,
             np.asarray(self.lines, dtype=np.int64),
@@ -232,18 +233,18 @@ class _RowBuilder:
 
 
 
-def _parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
-    builder, newlines = _slow_rows(name, data)
+def parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
+    builder, newlines = slow_rows(name, data)
     parsed = builder.build()
     parsed.newlines = newlines
     return parsed, builder.problems
 
 
 
-def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
+def slow_rows(name: str, data: bytes) -> tuple[RowBuilder, int]:
     """Every line of ``data`` through json, into a builder (sparse cells); and the number
     of newlines in ``data``."""
-    builder = _RowBuilder(name)
+    builder = RowBuilder(name)
     for number, stripped in enumerate(_stripped_lines(data), start=1):
         if not stripped:
             continue
@@ -261,7 +262,7 @@ def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
         except json.JSONDecodeError as exc:
             builder.bad(
                 number,
-                f"invalid JSON ({exc.msg} at column {exc.colno}): {_short(text)}; expected a "
+                f"invalid JSON ({exc.msg} at column {exc.colno}): {short_repr(text)}; expected a "
                 "JSON object of named numbers or null",
             )
             continue
@@ -285,8 +286,8 @@ def _slow_rows(name: str, data: bytes) -> tuple[_RowBuilder, int]:
 
 def _stripped_lines(data: bytes) -> Iterator[bytes | memoryview]:
     """The lines of ``data`` without JSON whitespace around them; a line longer than
-    :data:`_LONG_LINE` as a view into ``data``, so it is not copied before it is decoded."""
-    if len(data) <= _LONG_LINE:
+    :data:`LONG_LINE` as a view into ``data``, so it is not copied before it is decoded."""
+    if len(data) <= LONG_LINE:
         for raw in data.split(b"\n"):
             yield raw.strip(_JSON_WS)
         return
@@ -296,7 +297,7 @@ def _stripped_lines(data: bytes) -> Iterator[bytes | memoryview]:
         hi = data.find(b"\n", lo)
         if hi < 0:
             hi = len(data)
-        if hi - lo <= _LONG_LINE:
+        if hi - lo <= LONG_LINE:
             yield data[lo:hi].strip(_JSON_WS)
         else:
             a, b = lo, hi
@@ -311,7 +312,7 @@ def _stripped_lines(data: bytes) -> Iterator[bytes | memoryview]:
 
 def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
     """Validate in-memory rewards (dicts or None), one row each."""
-    builder = _RowBuilder(name)
+    builder = RowBuilder(name)
     for number, obj in enumerate(rows, start=1):
         if isinstance(obj, Mapping) and not isinstance(obj, dict):
             obj = dict(obj)
@@ -347,7 +348,7 @@ def _sample_keys(
 
 
 
-def _parse_fast(
+def parse_fast(
     name: str, data: bytes, keys_hint: Iterable[str] = (), dense_cells: int = 0
 ) -> Parsed | None:
     """Parse with polars when the result provably equals the exact path's, else None.
@@ -390,7 +391,7 @@ def _parse_fast(
     if data.find(b"\r", 0, end) >= 0:
         ends -= buf[np.maximum(ends - 1, 0)] == 13
     lengths = ends - starts
-    if int(lengths.max()) > _LONG_LINE:
+    if int(lengths.max()) > LONG_LINE:
         return None
     first = buf[np.minimum(starts, len(buf) - 1)]
     if np.any(lengths == 0) or np.any((first == 32) | (first == 9) | (first == 13)):
@@ -666,7 +667,7 @@ def _integral_means_int(
 
 
 # The bytes a JSON number token (and the whitespace around it) is made of.
-_NUMBER_BYTES = np.zeros(256, dtype=np.bool_)
+NUMBER_BYTES = np.zeros(256, dtype=np.bool_)
 
 
 
@@ -698,20 +699,20 @@ def _float_token_cells(
         return empty, empty
     # the first byte before each marked one that is not part of a number or whitespace
     # (a token marked twice, as "1.0e5" is, gives its cell twice: harmless)
-    back = _look_back(buf, marked, _NUMBER_BYTES)
+    back = _look_back(buf, marked, NUMBER_BYTES)
     if back is None:
         return None
     colon = back[buf[np.maximum(back, 0)] == ord(":")]
     if colon.size == 0:
         return empty, empty
-    close = _look_back(buf, colon, _WHITESPACE)  # the key's closing quote
+    close = _look_back(buf, colon, WHITESPACE)  # the key's closing quote
     if close is None or np.any(buf[np.maximum(close, 0)] != ord('"')):
         return None
     table = _key_table(tuple(keys))
     if table is None:
         return None  # two keys alike in length and first and last bytes
     key_fp, order, sorted_fp, longest = table
-    open_ = _look_back(buf, close, _NOT_QUOTE, longest + 2)
+    open_ = _look_back(buf, close, NOT_QUOTE, longest + 2)
     if open_ is None or np.any(buf[np.maximum(open_, 0)] != ord('"')):
         return None
     fp = _fingerprint(buf, open_ + 1, close - open_ - 1)
@@ -723,11 +724,11 @@ def _float_token_cells(
 
 
 
-_WHITESPACE = np.zeros(256, dtype=np.bool_)
+WHITESPACE = np.zeros(256, dtype=np.bool_)
 
 
 
-_NOT_QUOTE = np.ones(256, dtype=np.bool_)
+NOT_QUOTE = np.ones(256, dtype=np.bool_)
 
 
 
@@ -793,7 +794,7 @@ def _fingerprint(
 
 
 
-def _raise_message(problems: list[Problem]) -> str:
+def raise_message(problems: list[Problem]) -> str:
     first = str(problems[0])
     if len(problems) > 1:
         first += (

@@ -34,14 +34,14 @@ from metrickit._core.schema import MAX_FILLED_CELLS, Parsed, to_frame
 # Re-exported: other modules import these from here.
 from metrickit.errors import Problem, RewardFileError
 from metrickit.io.jsonl import (
-    _NOT_QUOTE,
-    _NUMBER_BYTES,
-    _WHITESPACE,
-    _raise_message,
+    NOT_QUOTE,
+    NUMBER_BYTES,
+    WHITESPACE,
     parse_blocks,
     parse_rows,
+    raise_message,
 )
-from metrickit.io.sources import _iter_sources, iter_blocks, split_blocks
+from metrickit.io.sources import iter_blocks, iter_sources, split_blocks
 
 if TYPE_CHECKING:
     pass
@@ -128,7 +128,7 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
         raise ValueError(f"errors={errors!r}; expected 'raise' or 'report'")
     parts: list[Parsed] = []
     problems: list[Problem] = []
-    for name, payload in _iter_sources(source):
+    for name, payload in iter_sources(source):
         if isinstance(payload, Path):
             got, found = parse_blocks(name, iter_blocks(payload), dense_cells=MAX_FILLED_CELLS)
         elif isinstance(payload, bytes):
@@ -137,7 +137,7 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
             parsed, found = parse_rows(name, payload)
             got = [parsed]
         if found and errors == "raise":
-            raise RewardFileError(_raise_message(found))
+            raise RewardFileError(raise_message(found))
         parts.extend(got)
         problems.extend(found)
     frame = to_frame(parts, backend=backend)
@@ -216,13 +216,13 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
 
 
 
-_NUMBER_BYTES[list(b"0123456789.eE+- \t\r")] = True
+NUMBER_BYTES[list(b"0123456789.eE+- \t\r")] = True
 
 
 
 
-_WHITESPACE[list(b" \t\r")] = True
-_NOT_QUOTE[ord('"')] = False
+WHITESPACE[list(b" \t\r")] = True
+NOT_QUOTE[ord('"')] = False
 
 
 

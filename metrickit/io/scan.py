@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from metrickit._core.schema import Parsed, _check_names, _polars_enum, not_utf8_label, printable
+from metrickit._core.schema import Parsed, check_names, not_utf8_label, polars_enum, printable
 from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
 from metrickit.errors import Problem, RewardFileError
-from metrickit.io.jsonl import _parse_slow, _raise_message, parse_bytes
-from metrickit.io.sources import _BOM, _expand, iter_blocks
+from metrickit.io.jsonl import parse_bytes, parse_slow, raise_message
+from metrickit.io.sources import BOM, expand_paths, iter_blocks
 
 if TYPE_CHECKING:
     import polars as pl
@@ -94,7 +94,7 @@ def scan_rewards(source: PathSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) 
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes={chunk_bytes!r}; expected a positive number of bytes")
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
-    paths = [path for item in items for path in _expand(item)]
+    paths = [path for item in items for path in expand_paths(item)]
     for path in paths:
         if not path.exists():
             raise RewardFileError(f"{path}: no such file")
@@ -182,7 +182,7 @@ class ScanSpec:
                     first[key] = Parsed(parsed.source, parsed.lines[at], parsed.status[at],
                                         kinds={key: parsed.kinds[key][at]})
             keys = sorted(first)
-            _check_names(keys, list(first.values()))
+            check_names(keys, list(first.values()))
             self._keys = keys
         return self._keys
 
@@ -232,7 +232,7 @@ class ScanSpec:
             if n
             else pl.Series("_source", [], dtype=source_enum),
             "_line": pl.Series("_line", parsed.lines, dtype=pl.Int64),
-            "_status": _polars_enum(parsed.status, STATUSES).alias("_status"),
+            "_status": polars_enum(parsed.status, STATUSES).alias("_status"),
         }
         zeros = np.zeros(n, dtype=np.float64)
         missing = np.zeros(n, dtype=np.uint8)
@@ -240,7 +240,7 @@ class ScanSpec:
             columns[key] = pl.Series(key, parsed.values.get(key, zeros), dtype=pl.Float64)
         for key in keys:
             name = KIND_PREFIX + key
-            columns[name] = _polars_enum(parsed.kinds.get(key, missing), KINDS).alias(name)
+            columns[name] = polars_enum(parsed.kinds.get(key, missing), KINDS).alias(name)
         return pl.DataFrame(columns)
 
 
@@ -270,10 +270,10 @@ def iter_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int, bool
 
 def parse_piece(name: str, data: bytes, *, first: bool) -> tuple[Parsed, list[Problem]]:
     """Parse one piece (lines numbered from 1 within it), problems collected."""
-    if not first and data.startswith(_BOM):
+    if not first and data.startswith(BOM):
         # A byte-order mark only counts at the start of the file; elsewhere it is
         # part of a (then invalid) line, and the exact path says so.
-        return _parse_slow(name, data)
+        return parse_slow(name, data)
     return parse_bytes(name, data)
 
 
@@ -282,7 +282,7 @@ def parse_chunk(name: str, data: bytes, offset: int, *, first: bool) -> Parsed:
     parsed, problems = parse_piece(name, data, first=first)
     if problems:
         raise RewardFileError(
-            _raise_message([replace(p, line=p.line + offset) for p in problems])
+            raise_message([replace(p, line=p.line + offset) for p in problems])
         )
     if offset:
         parsed.lines = parsed.lines + offset

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from metrickit._core.frame import _is_frame
+from metrickit._core.frame import is_frame
 from metrickit.errors import RewardFileError
 
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
 
 
 
@@ -28,11 +28,11 @@ BLOCK_BYTES = 4 << 20
 
 # Lines longer than this take the exact path (json.loads holds a line as text and values,
 # about twice the line; polars' reader needs several times that) and are not copied there.
-_LONG_LINE = 1 << 20
+LONG_LINE = 1 << 20
 
 
 
-def _looks_like_text(s: str) -> bool:
+def looks_like_text(s: str) -> bool:
     head = s.lstrip()[:1]
     return "\n" in s or head in ("{", "[", '"') or s.strip() in ("null", "")
 
@@ -179,7 +179,7 @@ def split_blocks(data: bytes, block_bytes: int | None = None) -> Iterator[bytes]
 
 
 
-def _expand(item: str | os.PathLike[str]) -> list[Path]:
+def expand_paths(item: str | os.PathLike[str]) -> list[Path]:
     text = os.fspath(item)
     path = Path(text)
     if path.exists() or not any(ch in text for ch in "*?["):
@@ -191,7 +191,7 @@ def _expand(item: str | os.PathLike[str]) -> list[Path]:
 
 
 
-def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[Any]]]:
+def iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[Any]]]:
     if isinstance(source, bytes | bytearray | memoryview):
         yield "<bytes>", bytes(source)
     elif isinstance(source, str) and not source.strip() and "\n" not in source:
@@ -199,11 +199,11 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[An
             f"source is {source!r}: a blank string is neither a path nor JSONL text (an "
             "unset variable?); pass a reward file's path, or JSONL text with its lines"
         )
-    elif isinstance(source, str) and _looks_like_text(source) and not _is_file(source):
+    elif isinstance(source, str) and looks_like_text(source) and not _is_file(source):
         if "\n" not in source and not _json_text(source):
             # '{run}/rewards.jsonl' that does not exist: a missing file, not bad JSON
             try:
-                found = _expand(source)
+                found = expand_paths(source)
             except RewardFileError:  # a glob pattern that matches nothing
                 found = []
             if not found or not found[0].exists():
@@ -217,7 +217,7 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[An
         else:
             yield "<text>", source.encode("utf-8")
     elif isinstance(source, str | os.PathLike):
-        for path in _expand(source):
+        for path in expand_paths(source):
             yield str(path), path
     elif hasattr(source, "read"):
         data = source.read()
@@ -227,7 +227,7 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[An
         raise RewardFileError(
             "read_rewards got a single dict; pass a list of dicts/None (one per trial)"
         )
-    elif _is_frame(source):
+    elif is_frame(source):
         raise RewardFileError(
             f"read_rewards got a {type(source).__module__.split('.')[0]} "
             f"{type(source).__name__}; it reads reward files, JSONL text and reward dicts, "
@@ -239,7 +239,7 @@ def _iter_sources(source: Any) -> Iterable[tuple[str, Path | bytes | Iterable[An
         rows = list(source)
         if rows and all(isinstance(r, str | os.PathLike) for r in rows):
             for item in rows:
-                for path in _expand(item):
+                for path in expand_paths(item):
                     yield str(path), path
         else:
             yield "<rows>", rows

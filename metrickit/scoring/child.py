@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from metrickit._core.proc import READ_CHUNK, READER_GRACE, end_group, join_readers
-from metrickit.scoring.contract import _CASE_FIELDS
+from metrickit.scoring.contract import CASE_FIELDS
 
 __all__ = ["check_path"]
 
@@ -102,7 +102,7 @@ def _unpicklable(payload: dict[str, Any]) -> tuple[str, Any]:
                 return find(inner, item)
         return where, value
 
-    for name in _CASE_FIELDS:
+    for name in CASE_FIELDS:
         if name in payload and fails(payload[name]):
             return find(name, payload[name])
     return "the case", payload
@@ -358,11 +358,11 @@ def _main() -> None:
 
     from metrickit.errors import JudgeNotConfiguredError, ScorerError
     from metrickit.scoring.contract import (
-        _scorer_file,
-        _spec_problems,
         call_scorer,
         load_scorer,
+        reward_spec_problems,
         scorer_arity,
+        source_file_of,
     )
     from metrickit.scoring.judge import set_judge
 
@@ -385,11 +385,11 @@ def _main() -> None:
         return
     arity, reason = scorer_arity(score)
     send({"type": "ready", "arity": arity, "problems": [reason] if reason else [],
-          "spec_problems": _spec_problems(spec),
+          "spec_problems": reward_spec_problems(spec),
           "reward_spec": spec if isinstance(spec, dict) else None})
     if reason:
         return
-    scorer_file = _scorer_file(score)
+    scorer_file = source_file_of(score)
     for line in sys.stdin:
         if not line.strip():
             continue

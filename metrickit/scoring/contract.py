@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
-from metrickit.scoring.current import _measurement, measured
+from metrickit.scoring.current import current_measurement, measured
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -40,7 +40,7 @@ MEASURED_COLUMNS = ("latency_ms", "cost_usd")
 
 
 
-_CASE_FIELDS = ("input", "output", "expected", *MEASURED_COLUMNS)
+CASE_FIELDS = ("input", "output", "expected", *MEASURED_COLUMNS)
 
 
 
@@ -99,7 +99,7 @@ def _short(value: Any, limit: int = 200) -> str:
 
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
     return f"{_short(value, 80)} ({type(value).__name__})"
 
 
@@ -119,9 +119,9 @@ def validate_result(value: Any) -> list[str]:
     """  # noqa: E501
     if not isinstance(value, tuple | list):
         if _is_number(value) or isinstance(value, bool | np.bool_):
-            return [f"returned a bare number {_describe(value)}: there is no side information; "
-                    f"{_SHAPE_HINT}"]
-        return [f"returned {_describe(value)}; expected a pair, {_SHAPE_HINT}"]
+            return [f"returned a bare number {describe_value(value)}: there is no side "
+                    f"information; {_SHAPE_HINT}"]
+        return [f"returned {describe_value(value)}; expected a pair, {_SHAPE_HINT}"]
     if len(value) != 2:
         return [f"returned a {type(value).__name__} of {len(value)} item(s); expected a pair "
                 f"(2 items), {_SHAPE_HINT}"]
@@ -133,12 +133,12 @@ def validate_result(value: Any) -> list[str]:
         problems.append(f"the score is a bool {score!r}; a bool is not a score, "
                         "return 1.0 or 0.0")
     elif not _is_number(score):
-        problems.append(f"the score is {_describe(score)}; expected a number"
+        problems.append(f"the score is {describe_value(score)}; expected a number"
                         + _FLOAT_HINT * _is_other_number(score))
     elif not _fits_float(score) or not math.isfinite(score):
         problems.append(f"the score is {_short(score, 80)}; expected a finite number")
     if not isinstance(side, dict):
-        problems.append(f"the side information is {_describe(side)}, not a dict; "
+        problems.append(f"the side information is {describe_value(side)}, not a dict; "
                         'expected {"feedback": "..."}')
         return problems
     if "feedback" not in side:
@@ -146,18 +146,20 @@ def validate_result(value: Any) -> list[str]:
                         'expected {"feedback": "what is wrong and what a correct output '
                         'looks like"}')
     elif not isinstance(side["feedback"], str):
-        problems.append(f"feedback is {_describe(side['feedback'])}; expected a string")
+        problems.append(f"feedback is {describe_value(side['feedback'])}; expected a string")
     if "scores" in side:
         named = side["scores"]
         if not isinstance(named, dict):
-            problems.append(f'"scores" is {_describe(named)}; expected a dict of names to numbers')
+            problems.append(
+                f'"scores" is {describe_value(named)}; expected a dict of names to numbers'
+            )
         else:
             for name, number in named.items():
                 if not isinstance(name, str):
-                    problems.append(f"a named score's name is {_describe(name)}; "
+                    problems.append(f"a named score's name is {describe_value(name)}; "
                                     "expected a string")
                 elif not _is_number(number):
-                    problems.append(f"named score {name!r} is {_describe(number)}; "
+                    problems.append(f"named score {name!r} is {describe_value(number)}; "
                                     "expected a number" + _FLOAT_HINT * _is_other_number(number))
                 elif not _fits_float(number) or not math.isfinite(number):
                     problems.append(f"named score {name!r} is {_short(number, 80)}; "
@@ -169,7 +171,7 @@ def validate_result(value: Any) -> list[str]:
 def scorer_arity(score: Any) -> tuple[int, str | None]:
     """How many arguments to pass (2 or 3), or a reason the signature cannot be used."""
     if not callable(score):
-        return 0, (f"the scorer is {_describe(score)}, not a function; expected "
+        return 0, (f"the scorer is {describe_value(score)}, not a function; expected "
                    "score(input, output, expected=None)")
     try:
         sig = inspect.signature(score)
@@ -197,7 +199,7 @@ def scorer_arity(score: Any) -> tuple[int, str | None]:
 
 
 
-def _scorer_file(score: Any) -> str | None:
+def source_file_of(score: Any) -> str | None:
     try:
         source = inspect.getsourcefile(score)
     except TypeError:
@@ -206,7 +208,7 @@ def _scorer_file(score: Any) -> str | None:
 
 
 
-def _scorer_name(score: Any) -> str:
+def scorer_name(score: Any) -> str:
     module = getattr(score, "__module__", None) or ""
     name = getattr(score, "__qualname__", None) or getattr(score, "__name__", None)
     return f"{module}.{name}" if name else _short(score, 60)
@@ -253,7 +255,7 @@ def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
             "dict of numbers and strings"
         ) from None
     if not isinstance(spec, dict):
-        raise ScorerError(f"{path}:{found.lineno}: REWARD_SPEC is {_describe(spec)}; "
+        raise ScorerError(f"{path}:{found.lineno}: REWARD_SPEC is {describe_value(spec)}; "
                           "expected a dict")
     return spec
 
@@ -383,8 +385,8 @@ def call_scorer(
     args = _private_copy(args)
     box: dict[str, Any] = {}
     try:  # a measurement that is not a number is the case's error, found before the call
-        latency = _measurement(payload.get("latency_ms"), "latency_ms")
-        cost = _measurement(payload.get("cost_usd"), "cost_usd")
+        latency = current_measurement(payload.get("latency_ms"), "latency_ms")
+        cost = current_measurement(payload.get("cost_usd"), "cost_usd")
     except RewardInputError as bad:
         return {"returned": None, "score": None, "feedback": None, "scores": {},
                 "ms": None, "timed_out": False, "problems": [f"case data: {bad}"]}
@@ -421,7 +423,7 @@ def call_scorer(
 
 
 
-def _spec_problems(spec: Any) -> list[str]:
+def reward_spec_problems(spec: Any) -> list[str]:
     if spec is None:
         return []
     from metrickit.scoring.spec import RewardSpec

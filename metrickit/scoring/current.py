@@ -21,7 +21,7 @@ _LATENCY_MS: ContextVar[float | None] = ContextVar("metrickit_latency_ms", defau
 _COST_USD: ContextVar[float | None] = ContextVar("metrickit_cost_usd", default=None)
 
 
-def _measurement(value: Any, what: str = "measurement") -> float | None:
+def current_measurement(value: Any, what: str = "measurement") -> float | None:
     """A measured value as a float, or None when it was not measured (None or NaN).
 
     Anything else that is not a real number (a string such as ``"fast"`` or ``"1500"``, a
@@ -68,8 +68,8 @@ def service_cost() -> float | None:
 @contextmanager
 def measured(latency_ms: Any = None, cost_usd: Any = None) -> Iterator[None]:
     """Make ``latency_ms``/``cost_usd`` the current case's measurements inside the block."""
-    latency_token = _LATENCY_MS.set(_measurement(latency_ms, "latency_ms"))
-    cost_token = _COST_USD.set(_measurement(cost_usd, "cost_usd"))
+    latency_token = _LATENCY_MS.set(current_measurement(latency_ms, "latency_ms"))
+    cost_token = _COST_USD.set(current_measurement(cost_usd, "cost_usd"))
     try:
         yield
     finally:

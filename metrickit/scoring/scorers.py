@@ -32,19 +32,19 @@ import numpy as np
 
 from metrickit.errors import ScorerError
 from metrickit.scoring.contract import (
-    _CASE_FIELDS,
+    CASE_FIELDS,
     DEFAULT_TIMEOUT,
     MEASURED_COLUMNS,
     PathLike,
     Scorer,
-    _describe,
-    _scorer_file,
-    _scorer_name,
-    _spec_problems,
     call_scorer,
     check_timeout,
+    describe_value,
     load_scorer,
+    reward_spec_problems,
     scorer_arity,
+    scorer_name,
+    source_file_of,
     validate_result,
 )
 from metrickit.scoring.current import observation, service_cost
@@ -145,7 +145,7 @@ def read_cases(cases: Any, *, backend: str = "pandas") -> tuple[list[dict[str, A
                 raise ScorerError(f"{path}:{number}: not valid JSON ({exc.msg}); a case table "
                                   "has one JSON object per line") from None
             if not isinstance(row, dict):
-                raise ScorerError(f"{path}:{number}: a case is {_describe(row)}; expected a "
+                raise ScorerError(f"{path}:{number}: a case is {describe_value(row)}; expected a "
                                   "JSON object with input fields and 'output'")
             rows.append(row)
         return rows, None
@@ -153,9 +153,9 @@ def read_cases(cases: Any, *, backend: str = "pandas") -> tuple[list[dict[str, A
         rows = list(cases)
         for number, row in enumerate(rows):
             if not isinstance(row, Mapping):
-                raise ScorerError(f"case {number} is {_describe(row)}; expected a dict")
+                raise ScorerError(f"case {number} is {describe_value(row)}; expected a dict")
         return [dict(r) for r in rows], None
-    raise ScorerError(f"cases is {_describe(cases)}; expected a DataFrame, a JSONL path or a "
+    raise ScorerError(f"cases is {describe_value(cases)}; expected a DataFrame, a JSONL path or a "
                       "list of dicts")
 
 
@@ -166,7 +166,7 @@ def _payload(row: Mapping[str, Any], index: int, keys: Sequence[str]) -> dict[st
     if "input" in row:
         inputs = row["input"]
     else:
-        inputs = {k: v for k, v in row.items() if k not in _CASE_FIELDS and k not in keys}
+        inputs = {k: v for k, v in row.items() if k not in CASE_FIELDS and k not in keys}
     expected = row.get("expected")
     return {
         "input": inputs,
@@ -363,15 +363,15 @@ def check_scorer(
         name = str(path)
     else:
         score = score_or_path
-        name = _scorer_name(score)
+        name = scorer_name(score)
         arity, reason = scorer_arity(score)
         spec = getattr(score, "__globals__", {}).get("REWARD_SPEC")
         results = []
         if reason:
             problems.append(reason)
         else:
-            problems += _spec_problems(spec)
-            scorer_file = _scorer_file(score)
+            problems += reward_spec_problems(spec)
+            scorer_file = source_file_of(score)
             results = [call_scorer(score, arity, p, timeout, scorer_file) for p in payloads]
     entries = tuple(
         CaseCheck(index=i, key=case_keys[i], returned=r["returned"], score=r["score"],
@@ -460,7 +460,7 @@ def score_cases(
     if clash:
         raise ScorerError(f"key column(s) {clash} would clash with result columns; pass keys=")
     payloads = [_payload(row, i, key_columns) for i, row in enumerate(rows)]
-    scorer_file = _scorer_file(score)
+    scorer_file = source_file_of(score)
     results: list[dict[str, Any] | None] = [None] * len(payloads)
 
     own_pool = executor is None

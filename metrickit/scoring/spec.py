@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrickit.errors import RewardInputError, ScorerError, SpecError
-from metrickit.scoring.current import _measurement, observation, service_cost
+from metrickit.scoring.current import current_measurement, observation, service_cost
 
 __all__ = ["PARTS", "SHAPES", "RewardSpec", "reward"]
 
@@ -541,8 +541,8 @@ def reward(
         raise ScorerError(f"reward(): feedback is {_describe(feedback)}; expected a string")
     if not _is_number(accuracy) and not isinstance(accuracy, bool | np.bool_):
         raise RewardInputError(f"reward(): accuracy is {_describe(accuracy)}; expected a number")
-    latency = _measurement(observation() if latency_ms is None else latency_ms, "latency_ms")
-    cost = _measurement(service_cost() if cost_usd is None else cost_usd, "cost_usd")
+    latency = current_measurement(observation() if latency_ms is None else latency_ms, "latency_ms")
+    cost = current_measurement(service_cost() if cost_usd is None else cost_usd, "cost_usd")
     # Scalar checks first, so a bad value is reported without frame row numbers.
     spec.part_score("accuracy", float(accuracy))
     spec.part_score("speed", latency)
