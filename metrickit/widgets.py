@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import html
 import math
-import pprint
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,8 +24,9 @@ import numpy as np
 from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
+from metrickit.report import plots
 from metrickit.report.plots import grouped_mean_se
-from metrickit.scoring.spec import RewardSpec
+from metrickit.scoring.spec import PARTS, SHAPES, RewardSpec
 
 __all__ = ["SpecTuner", "tune_spec"]
 
@@ -36,6 +36,12 @@ DEFAULT_SPEC: dict[str, Any] = {
     "speed": {"reference": 2000},
     "cost": {"reference": 0.01},
 }
+
+# The steps of a reference slider within each power of ten: readable values only, so the
+# slider shows exactly the number the REWARD_SPEC literal holds.
+_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
+_CONTROL_STYLE = {"description_width": "190px"}
+_CONTROL_WIDTH = "460px"
 
 
 def _require_widgets() -> Any:
@@ -48,12 +54,159 @@ def _require_widgets() -> Any:
     return ipywidgets
 
 
-def _log_range(values: np.ndarray, reference: float) -> tuple[float, float]:
+def _log_range(values: np.ndarray, reference: float) -> tuple[int, int]:
     """Exponent range (base 10) for a log slider covering the data and the reference."""
     finite = values[np.isfinite(values) & (values > 0)]
     low = min(float(finite.min()) if finite.size else reference, reference) / 10
     high = max(float(finite.max()) if finite.size else reference, reference) * 10
     return math.floor(math.log10(low)), math.ceil(math.log10(high))
+
+
+def _num(value: float) -> str:
+    """A number as the literal and the sliders write it: ``2000``, ``0.25``, ``1.5e-05``."""
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _round2(value: float) -> float:
+    """Two significant digits: the precision of a reference taken from the data."""
+    return float(f"{value:.2g}")
+
+
+def _reference_options(values: np.ndarray, *keep: float) -> list[tuple[str, float]]:
+    """Slider options: readable values over the data's range (a decade either side), plus
+    the values in ``keep`` (the starting and the data's reference) exactly."""
+    low, high = _log_range(values, keep[0])
+    grid = {m * 10.0**e for e in range(low, high + 1) for m in _MANTISSAS}
+    grid = {float(_num(v)) for v in grid if 10.0**low <= v <= 10.0**high}
+    return [(_num(v), v) for v in sorted(grid | {float(k) for k in keep})]
+
+
+def _human(value: float, unit: str) -> str:
+    """``360000`` ms as ``6 min``, ``0.32`` USD as ``$0.32``."""
+    from metrickit.report.plots import unit_for
+
+    shown = unit_for("x_ms" if unit == "ms" else "x_usd", [value])
+    if shown.money:
+        return shown.format(value)
+    return f"{shown(value)[()]:.3g} {shown.label.split('(')[-1].rstrip(')')}"
+
+
+class _TunerData:
+    """The case table as arrays, once: candidate codes, task codes, the three measured
+    columns, per-candidate means and the draws that decide ties."""
+
+    def __init__(
+        self, frame: Any, *, by: str, accuracy: str, latency: str | None, cost: str | None,
+        cluster: str | None,
+    ) -> None:
+        import narwhals as nw
+        import pandas as pd
+
+        from metrickit.report.plots import short_labels
+
+        nf = nw.from_native(frame, eager_only=True)
+        missing = [c for c in (by, accuracy, latency, cost) if c and c not in nf.columns]
+        if missing:
+            raise MetrickitError(
+                f"tune_spec: column {missing[0]!r} is not in the frame; columns are "
+                f"{list(nf.columns)} (pass by=, accuracy=, latency=, cost=)"
+            )
+        if len(nf) == 0:
+            raise MetrickitError(
+                "tune_spec: the frame has no rows; it needs one row per case with a "
+                f"{by!r} column and the accuracy, latency and cost columns"
+            )
+        labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
+        self.codes, groups = group_codes(labels, by)
+        self.groups = [str(g) for g in groups]
+        self.short = short_labels(self.groups)
+        self.n = np.bincount(self.codes, minlength=len(self.groups)).astype(float)
+        # Tasks (cases) are the sampling unit: the reward bars' intervals cluster by them,
+        # and ties come from the candidates' task-clustered joint sampling distribution.
+        self.units, self.cluster = task_codes(frame, cluster)
+        self.draws = MeanDraws(self.codes, len(self.groups), self.units, n_draws=500)
+
+        def column(name: str | None) -> np.ndarray | None:
+            return None if name is None else nf.get_column(name).cast(nw.Float64).to_numpy()
+
+        acc = column(accuracy)
+        assert acc is not None
+        self.acc, self.lat, self.cost = acc, column(latency), column(cost)
+        self.means = {
+            name: self.group_mean(values)
+            for name, values in (("accuracy", self.acc), ("latency_ms", self.lat),
+                                 ("cost_usd", self.cost))
+            if values is not None
+        }
+
+    def group_mean(self, values: np.ndarray) -> np.ndarray:
+        return grouped_mean_se(self.codes, values, len(self.groups), se=False)[1]
+
+    def median_mean(self, name: str) -> float | None:
+        """The median over candidates of their mean ``name`` (None when nothing measured)."""
+        means = self.means.get(name)
+        finite = means[np.isfinite(means) & (means > 0)] if means is not None else np.array([])
+        return _round2(float(np.median(finite))) if finite.size else None
+
+    def plot_frame(self) -> Any:
+        import pandas as pd
+
+        data = {"candidate": np.asarray(self.groups, dtype=object)[self.codes],
+                "accuracy": self.acc}
+        if self.units is not None:
+            data["_task"] = self.units
+        if self.lat is not None:
+            data["latency_ms"] = self.lat
+        if self.cost is not None:
+            data["cost_usd"] = self.cost
+        return pd.DataFrame(data)
+
+
+def _starting_spec(
+    spec: Mapping[str, Any] | RewardSpec | None, data: _TunerData
+) -> tuple[RewardSpec, dict[str, str]]:
+    """The spec the sliders start from, and a note for each reference taken from the data.
+
+    Without a spec: :data:`DEFAULT_SPEC`'s weights, and speed and cost references at the
+    median of the candidates' mean latency and cost (two significant digits), so the
+    speed and cost parts separate the candidates whatever the scale of the data.
+    """
+    if spec is not None:
+        return RewardSpec.from_dict(spec), {}
+    start = dict(DEFAULT_SPEC)
+    notes = {}
+    for part, column, what in (("speed", "latency_ms", "latency"), ("cost", "cost_usd", "cost")):
+        median = data.median_mean(column)
+        if median is not None:
+            start[part] = {"reference": median}
+            notes[part] = f"median of the candidates' mean {what}"
+    return RewardSpec.from_dict(start), notes
+
+
+def _literal(spec: Mapping[str, Any], notes: Mapping[str, str], problem: str | None) -> str:
+    """The REWARD_SPEC to paste, with the numbers exactly as the sliders show them."""
+
+    def section(part: str) -> str:
+        values = spec.get(part, {})
+        return "{" + ", ".join(f'"{k}": {_num(v)}' for k, v in values.items()) + "}"
+
+    units = {"speed": "ms", "cost": "USD"}
+    lines = []
+    if problem:
+        lines.append(f"# not valid yet: {problem}")
+    weights = ", ".join(f'"{k}": {_num(v)}' for k, v in spec["weights"].items())
+    lines += ["REWARD_SPEC = {", f'    "weights": {{{weights}}},',
+              f'    "accuracy": {section("accuracy")},']
+    for part in ("speed", "cost"):
+        note = f"  # {units[part]}" + (f"; {notes[part]}" if part in notes else "")
+        lines.append(f'    "{part}": {section(part)},{note}')
+    if "shape" in spec:
+        lines.append(f'    "shape": "{spec["shape"]}",')
+    lines.append("}")
+    return "\n".join(lines)
 
 
 class _Debouncer:
@@ -100,10 +253,11 @@ class SpecTuner:
     widget
         The ipywidgets box.
     spec
-        The current REWARD_SPEC as a dict (what to paste into ``metric.py``).
+        The current REWARD_SPEC as a dict (what to paste into ``metric.py``); while the
+        controls are invalid (all weights 0) the last valid one.
     ranking
         The current table: one row per candidate with mean reward (and CI), part scores,
-        accuracy, latency, cost and rank.
+        accuracy, latency, cost and rank, best first.
     """
 
     def __init__(
@@ -118,125 +272,64 @@ class SpecTuner:
         cluster: str | None = "auto",
         debounce_ms: float = 60,
     ) -> None:
-        import narwhals as nw
-        import pandas as pd
-
-        widgets = _require_widgets()
-        start = RewardSpec.from_dict(spec if spec is not None else DEFAULT_SPEC)
-        nf = nw.from_native(frame, eager_only=True)
-        missing = [c for c in (by, accuracy, latency, cost) if c and c not in nf.columns]
-        if missing:
-            raise MetrickitError(
-                f"tune_spec: column {missing[0]!r} is not in the frame; columns are "
-                f"{list(nf.columns)} (pass by=, accuracy=, latency=, cost=)"
-            )
-        if len(nf) == 0:
-            raise MetrickitError(
-                "tune_spec: the frame has no rows; it needs one row per case with a "
-                f"{by!r} column and the accuracy, latency and cost columns"
-            )
         self.frame = frame
         self.by, self.columns = by, (accuracy, latency, cost)
-        labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
-        self._codes, groups = group_codes(labels, by)
-        self.groups = [str(g) for g in groups]
-        self._n = np.bincount(self._codes, minlength=len(self.groups)).astype(float)
-        # Tasks (cases) are the sampling unit: the reward bars' intervals cluster by them,
-        # and ties come from the candidates' task-clustered joint sampling distribution.
-        self._units, self.cluster = task_codes(frame, cluster)
-        self._draws = MeanDraws(self._codes, len(self.groups), self._units, n_draws=500)
-        self._acc = nf.get_column(accuracy).cast(nw.Float64).to_numpy()
-        self._lat = nf.get_column(latency).cast(nw.Float64).to_numpy() if latency else None
-        self._cost = nf.get_column(cost).cast(nw.Float64).to_numpy() if cost else None
-        self._means = {
-            name: self._group_mean(values)
-            for name, values in (
-                ("accuracy", self._acc),
-                ("latency_ms", self._lat),
-                ("cost_usd", self._cost),
-            )
-            if values is not None
-        }
+        self.data = _TunerData(frame, by=by, accuracy=accuracy, latency=latency, cost=cost,
+                               cluster=cluster)
+        self.groups, self.cluster = self.data.groups, self.data.cluster
+        start, self._notes = _starting_spec(spec, self.data)
         self._spec = start
-        # A log slider snaps its value (2000 shows as 1995); keep the given references
-        # until the user moves a slider, then round to two significant digits.
-        self._refs = {
-            "speed": start.speed_reference,
-            "cost": start.cost_reference,
-            "accuracy": start.accuracy_reference or 0.1,
-        }
         self._error: str | None = None
         self.ranking: Any = None
         self.timings: dict[str, float] = {}
+        self.png: bytes = b""
+        self._figure: Any = None
+        self._artists: dict[str, Any] = {}
+        self._ipympl = _uses_ipympl()
+        self._build_controls(start)
+        self._build_layout()
+        self._schedule = _Debouncer(self.update, debounce_ms / 1000)
+        for control in self._controls():
+            control.observe(self._changed, names="value")
+        self.update()
 
+    # -- view ------------------------------------------------------------------
+
+    def _build_controls(self, start: RewardSpec) -> None:
+        """One slider per weight, a slider of readable values per reference, the accuracy
+        toggle and the shape menu; all with the same description width and track."""
+        widgets = _require_widgets()
+        common = {"style": _CONTROL_STYLE, "layout": {"width": _CONTROL_WIDTH}}
+        weight = {"min": 0.0, "max": 1.0, "step": 0.05, "continuous_update": True,
+                  "readout_format": ".2f", **common}
         w = start.raw_weights
-        slider = {
-            "min": 0.0,
-            "max": 1.0,
-            "step": 0.05,
-            "continuous_update": True,
-            "readout_format": ".2f",
-            "style": {"description_width": "initial"},
-        }
-        self.w_accuracy = widgets.FloatSlider(
-            value=float(w["accuracy"]), description="accuracy weight", **slider
-        )
-        self.w_speed = widgets.FloatSlider(
-            value=float(w["speed"]), description="speed weight", **slider
-        )
-        self.w_cost = widgets.FloatSlider(
-            value=float(w["cost"]), description="cost weight", **slider
+        self.w_accuracy, self.w_speed, self.w_cost = (
+            widgets.FloatSlider(value=float(w[part]), description=f"{part} weight", **weight)
+            for part in PARTS
         )
         for s in (self.w_accuracy, self.w_speed, self.w_cost):
             s.max = max(1.0, s.value)
-        lat_lo, lat_hi = _log_range(
-            self._lat if self._lat is not None else np.array([]), start.speed_reference
-        )
-        cost_lo, cost_hi = _log_range(
-            self._cost if self._cost is not None else np.array([]), start.cost_reference
-        )
-        log = {"continuous_update": True, "style": {"description_width": "initial"}}
-        self.speed_ref = widgets.FloatLogSlider(
-            value=start.speed_reference,
-            base=10,
-            min=lat_lo,
-            max=lat_hi,
-            step=0.05,
-            readout_format=".4g",
-            description="speed reference (ms)",
-            **log,
-        )
-        self.cost_ref = widgets.FloatLogSlider(
-            value=start.cost_reference,
-            base=10,
-            min=cost_lo,
-            max=cost_hi,
-            step=0.05,
-            readout_format=".3g",
-            description="cost reference (USD)",
-            **log,
-        )
+        d = self.data
+        empty = np.array([])
+        self.speed_ref = self._reference_slider(
+            "speed reference (ms)", d.lat if d.lat is not None else empty,
+            start.speed_reference, self.data.median_mean("latency_ms"), common)
+        self.cost_ref = self._reference_slider(
+            "cost reference (USD)", d.cost if d.cost is not None else empty,
+            start.cost_reference, self.data.median_mean("cost_usd"), common)
         acc_ref = start.accuracy_reference
         self.acc_is_error = widgets.Checkbox(
-            value=acc_ref is not None,
-            description="accuracy is an error (lower is better)",
-            indent=False,
+            value=acc_ref is not None, description="accuracy is an error (lower is better)",
+            indent=True, **common,
         )
-        self.acc_ref = widgets.FloatLogSlider(
-            value=acc_ref or 0.1,
-            base=10,
-            min=-4,
-            max=2,
-            step=0.05,
-            readout_format=".3g",
-            description="accuracy reference",
-            disabled=acc_ref is None,
-            **log,
-        )
-        self.shape = widgets.Dropdown(
-            options=["hyperbolic", "exponential", "linear"], value=start.shape, description="shape"
-        )
+        errors = d.acc if acc_ref is not None else np.array([0.1])
+        self.acc_ref = self._reference_slider(
+            "accuracy reference", errors, acc_ref or 0.1, None, common)
+        self.acc_ref.disabled = acc_ref is None
+        self.shape = widgets.Dropdown(options=list(SHAPES), value=start.shape,
+                                      description="shape", **common)
         self.normalised = widgets.HTML()
+        self.references = widgets.HTML()
         self.message = widgets.HTML()
         self.message.add_class("metrickit-verdict")
         self.table = widgets.HTML()
@@ -245,11 +338,23 @@ class SpecTuner:
         # any callback, unlike captured Output). With ipympl the canvas widget goes here.
         self.plot = widgets.Box()
         self._image = widgets.Image(format="png")
-        self._figure: Any = None
-        self._artists: dict[str, Any] = {}
-        self.png: bytes = b""
-        self._ipympl = _uses_ipympl()
 
+    @staticmethod
+    def _reference_slider(description: str, values: np.ndarray, start: float,
+                          from_data: float | None, common: dict[str, Any]) -> Any:
+        widgets = _require_widgets()
+        keep = [start] if from_data is None else [start, from_data]
+        return widgets.SelectionSlider(
+            options=_reference_options(values, *keep), value=float(start),
+            description=description, continuous_update=True, **common,
+        )
+
+    def _controls(self) -> list[Any]:
+        return [self.w_accuracy, self.w_speed, self.w_cost, self.speed_ref, self.cost_ref,
+                self.acc_is_error, self.acc_ref, self.shape]
+
+    def _build_layout(self) -> None:
+        widgets = _require_widgets()
         controls = widgets.VBox(
             [
                 widgets.HTML("<b>Weights</b>"),
@@ -260,11 +365,12 @@ class SpecTuner:
                 widgets.HTML("<b>References (half marks)</b>"),
                 self.speed_ref,
                 self.cost_ref,
+                self.references,
                 self.acc_is_error,
                 self.acc_ref,
                 self.shape,
             ],
-            layout={"width": "420px"},
+            layout={"width": "480px"},
         )
         self.widget = widgets.VBox(
             [
@@ -275,19 +381,6 @@ class SpecTuner:
             ]
         )
         self.widget.add_class("metrickit-tuner")
-        self._schedule = _Debouncer(self.update, debounce_ms / 1000)
-        for control in (
-            self.w_accuracy,
-            self.w_speed,
-            self.w_cost,
-            self.speed_ref,
-            self.cost_ref,
-            self.acc_ref,
-            self.shape,
-            self.acc_is_error,
-        ):
-            control.observe(self._changed, names="value")
-        self.update()
 
     # -- state -----------------------------------------------------------------
 
@@ -296,65 +389,63 @@ class SpecTuner:
         """The current REWARD_SPEC (the last valid one while the controls are invalid)."""
         return self._spec.to_dict()
 
-    def _group_mean(self, values: np.ndarray) -> np.ndarray:
-        return grouped_mean_se(self._codes, values, len(self.groups), se=False)[1]
-
     def _controls_spec(self) -> dict[str, Any]:
+        """The REWARD_SPEC the controls show, with the numbers they show (weights at the
+        sliders' two decimals, references as the sliders' labels)."""
         d: dict[str, Any] = {
-            "weights": {
-                "accuracy": self.w_accuracy.value,
-                "speed": self.w_speed.value,
-                "cost": self.w_cost.value,
-            },
-            "accuracy": {"reference": self._refs["accuracy"]} if self.acc_is_error.value else {},
-            "speed": {"reference": self._refs["speed"]},
-            "cost": {"reference": self._refs["cost"]},
+            "weights": {part: round(float(s.value), 2) for part, s in
+                        zip(PARTS, (self.w_accuracy, self.w_speed, self.w_cost), strict=True)},
+            "accuracy": {"reference": float(self.acc_ref.value)} if self.acc_is_error.value
+            else {},
+            "speed": {"reference": float(self.speed_ref.value)},
+            "cost": {"reference": float(self.cost_ref.value)},
         }
         if self.shape.value != "hyperbolic":
             d["shape"] = self.shape.value
         return d
 
     def _changed(self, change: Mapping[str, Any]) -> None:
-        owner = change.get("owner")
-        sliders = {"speed": self.speed_ref, "cost": self.cost_ref, "accuracy": self.acc_ref}
-        for part, slider in sliders.items():
-            if owner is slider:
-                self._refs[part] = float(f"{change['new']:.2g}")
-        self.acc_ref.disabled = not self.acc_is_error.value
+        owner: Any = change.get("owner")
+        if owner is self.speed_ref:
+            self._notes.pop("speed", None)
+        if owner is self.cost_ref:
+            self._notes.pop("cost", None)
+        if owner is self.acc_is_error:
+            self.acc_ref.disabled = not self.acc_is_error.value
+            self._drop_figure()  # the trade-off's Pareto direction flips: draw it anew
         self._schedule()
 
     # -- update ----------------------------------------------------------------
 
     def update(self) -> None:
         """Recompute scores and ranking from the controls, then redraw. Never raises."""
-        import pandas as pd
-
         t0 = time.perf_counter()
+        controls = self._controls_spec()
         try:
-            spec = RewardSpec.from_dict(self._controls_spec())
+            spec = RewardSpec.from_dict(controls)
+            scores = spec.score_arrays(self.data.acc, self.data.lat, self.data.cost)
         except MetrickitError as exc:
-            self._error = str(exc)
-            self.message.value = (
-                "<div style='color:#b00020'><b>Cannot score with these settings:</b> "
-                f"{html.escape(str(exc))}</div>"
-            )
+            self._show_problem(controls, exc)
             return
         self._error = None
         self._spec = spec
-        try:
-            scores = spec.score_arrays(self._acc, self._lat, self._cost)
-        except MetrickitError as exc:
-            self._error = str(exc)
-            self.message.value = (
-                f"<div style='color:#b00020'><b>Cannot score:</b> {html.escape(str(exc))}</div>"
-            )
-            return
+        self.ranking = self._rank(scores)
+        t1 = time.perf_counter()
+        self._render_text(spec, self.ranking)
+        self._draw(self.ranking)
+        t2 = time.perf_counter()
+        self.timings = {"recompute_ms": (t1 - t0) * 1000, "draw_ms": (t2 - t1) * 1000}
+
+    def _rank(self, scores: Mapping[str, np.ndarray]) -> Any:
+        import pandas as pd
+
+        d = self.data
         reward = scores["reward"]
-        gi = grouped_intervals(self._codes, len(self.groups), reward, clusters=self._units)
-        ri, _ = best_group(self.groups, gi.mean, self._draws, reward)
+        gi = grouped_intervals(d.codes, len(d.groups), reward, clusters=d.units)
+        ri, _ = best_group(d.groups, gi.mean, d.draws, reward)
         table = pd.DataFrame(
             {
-                self.by: self.groups,
+                self.by: d.groups,
                 "reward": gi.mean,
                 "reward_low": gi.low,
                 "reward_high": gi.high,
@@ -362,28 +453,45 @@ class SpecTuner:
                 "rank_high": ri.rank_high,
                 "p_best": ri.p_best,
                 "best_group": ri.best_group,
-                "accuracy_score": self._group_mean(scores["accuracy_score"]),
-                "speed_score": self._group_mean(scores["speed_score"]),
-                "cost_score": self._group_mean(scores["cost_score"]),
-                **{k: v for k, v in self._means.items()},
-                "n": self._n.astype(int),
+                "accuracy_score": d.group_mean(scores["accuracy_score"]),
+                "speed_score": d.group_mean(scores["speed_score"]),
+                "cost_score": d.group_mean(scores["cost_score"]),
+                **d.means,
+                "n": d.n.astype(int),
+                "_slot": np.arange(len(d.groups)),
             }
         )
         table["rank"] = table["reward"].rank(ascending=False, method="min").astype(int)
         table = table.sort_values(["rank", "p_best", self.by], ascending=[True, False, True])
-        table = table.reset_index(drop=True)
-        self.ranking = table
-        t1 = time.perf_counter()
-        self._render_text(spec, table)
-        self._draw(table)
-        t2 = time.perf_counter()
-        self.timings = {"recompute_ms": (t1 - t0) * 1000, "draw_ms": (t2 - t1) * 1000}
+        return table.reset_index(drop=True)
+
+    def _show_problem(self, controls: Mapping[str, Any], exc: MetrickitError) -> None:
+        """Invalid controls: every part of the view says so, with the sliders' values."""
+        self._error = str(exc)
+        problems = getattr(exc, "problems", ()) or (str(exc),)
+        self.message.value = (
+            "<div style='color:#b00020'><b>Cannot score with these settings:</b> "
+            f"{html.escape('; '.join(problems))}</div>"
+        )
+        self.normalised.value = "normalised: <b>none</b> (" + html.escape(problems[0]) + ")"
+        literal = _literal(controls, self._notes, "; ".join(problems))
+        self.literal.value = f"<pre class='metrickit-spec'>{html.escape(literal)}</pre>"
+        if self._artists:
+            self._artists["title"].set_text("no ranking: " + problems[0])
+            self._show()
 
     def _render_text(self, spec: RewardSpec, table: Any) -> None:
         w = spec.weights
         self.normalised.value = "normalised: " + ", ".join(
-            f"{k} <b>{w[k]:.2f}</b>" for k in ("accuracy", "speed", "cost")
+            f"{k} <b>{w[k]:.2f}</b>" for k in PARTS
         )
+        refs = []
+        for part, unit in (("speed", "ms"), ("cost", "USD")):
+            value = spec.reference(part)
+            assert value is not None
+            note = f" ({self._notes[part]})" if part in self._notes else ""
+            refs.append(f"{part}: {_num(value)} {unit} = {_human(value, unit)}{note}")
+        self.references.value = "<small>" + html.escape("; ".join(refs)) + "</small>"
         self.message.value = f"<b>{html.escape(self.verdict)}</b>"
         shown = table.head(15)[
             [
@@ -402,7 +510,7 @@ class SpecTuner:
         self.table.value = shown.to_html(
             index=False, float_format=lambda v: f"{v:.4g}", classes="metrickit-ranking", border=0
         )
-        literal = "REWARD_SPEC = " + pprint.pformat(spec.to_dict(), sort_dicts=False, width=72)
+        literal = _literal(spec.to_dict(), self._notes, None)
         self.literal.value = f"<pre class='metrickit-spec'>{html.escape(literal)}</pre>"
 
     @property
@@ -421,36 +529,55 @@ class SpecTuner:
             return f"best: {tied[0]} (best at 95 %, mean reward {mean:.3f})"
         return "tied: " + ", ".join(tied) + " (no candidate is best at 95 %)"
 
+    def _title(self, width: int) -> str:
+        """The verdict with short names, at most ``width`` characters."""
+        short = dict(zip(self.data.groups, self.data.short, strict=True))
+        tied = [short[g] for g in self.tied]
+        if len(tied) == 1:
+            return _shorten(f"best: {tied[0]} (95 %)", width)
+        text = "tied: " + ", ".join(tied)
+        for keep in range(len(tied) - 1, 0, -1):
+            if len(text) <= width:
+                break
+            text = "tied: " + ", ".join(tied[:keep]) + f" and {len(tied) - keep} more"
+        return _shorten(text, width)
+
+    # -- drawing ---------------------------------------------------------------
+
     def _draw(self, table: Any) -> None:
         if self._figure is None:
             self._build_figure()
-        fig, art = self._figure, self._artists
-        by_group = table.set_index(self.by).reindex(self.groups)
-        rewards = by_group["reward"].to_numpy(dtype=float)
-        low = by_group["reward_low"].to_numpy(dtype=float)
-        high = by_group["reward_high"].to_numpy(dtype=float)
-        in_best = by_group["best_group"].to_numpy(dtype=bool)
+        art = self._artists
+        rewards = table["reward"].to_numpy(dtype=float)
+        low = table["reward_low"].to_numpy(dtype=float)
+        high = table["reward_high"].to_numpy(dtype=float)
+        in_best = table["best_group"].to_numpy(dtype=bool)
         clear = int(in_best.sum()) == 1
-        for i, bar in enumerate(art["bars"]):
-            bar.set_width(rewards[i])
-            bar.set_color(("tab:orange" if clear else "goldenrod") if in_best[i] else "tab:blue")
-        y = np.arange(len(self.groups))
+        short = np.asarray(self.data.short, dtype=object)[table["_slot"].to_numpy()]
+        # Slot k (from the top) shows the candidate ranked k-th.
+        for k, (bar, name) in enumerate(zip(art["bars"], art["names"], strict=True)):
+            bar.set_width(rewards[k])
+            bar.set_color((plots.BEST if clear else plots.TIED) if in_best[k] else plots.NEUTRAL)
+            name.set_text(short[k])
+        y = np.arange(len(rewards))
         art["errors"].set_segments(
             [[(lo, yi), (hi, yi)] for lo, hi, yi in zip(low, high, y, strict=True)]
         )
         if "best" in art:
-            best = int(np.flatnonzero(in_best)[0]) if clear else -1
+            best = int(table["_slot"].iloc[0])
             art["best"].set_offsets(
-                [[self._means["latency_ms"][best], self._means["accuracy"][best]]]
-                if clear
-                else np.empty((0, 2))
+                [[art["xs"][best], art["ys"][best]]] if clear else np.empty((0, 2))
             )
-        art["title"].set_text(_shorten(self.verdict.split(" (")[0], 60))
+        art["title"].set_text(self._title(art["title_width"]))
+        self._show()
+
+    def _show(self) -> None:
+        fig, art = self._figure, self._artists
         if self._ipympl:
             fig.canvas.draw_idle()  # ipympl redraws in place
             return
         # Inline: the static parts were rendered once; blit the moving artists onto that
-        # background and swap a fast-compressed PNG into the Output widget.
+        # background and swap a fast-compressed PNG into the Image widget.
         canvas = fig.canvas
         canvas.restore_region(self._background)
         for artist in art["dynamic"]:
@@ -458,77 +585,96 @@ class SpecTuner:
         self.png = _png(canvas)
         self._image.value = self.png
 
+    def _drop_figure(self) -> None:
+        if self._figure is not None and self._ipympl:
+            import matplotlib.pyplot as plt
+
+            plt.close(self._figure)
+        self._figure = None
+        self._artists = {}
+
     def _build_figure(self) -> None:
         import matplotlib.pyplot as plt
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
-        from metrickit.report import plots
-
-        height = max(3.8, 0.2 * len(self.groups) + 1.6)
-        if self._ipympl:
-            with plt.ioff():
-                fig = plt.figure(figsize=(12, height), layout="constrained")
-            fig.canvas.header_visible = False  # type: ignore[attr-defined]
-            self.plot.children = (fig.canvas,)
-        else:
-            fig = Figure(figsize=(12, height), dpi=80, layout="constrained")
-            FigureCanvasAgg(fig)
-            self.plot.children = (self._image,)
-        trade_ax, bar_ax = fig.subplots(1, 2, width_ratios=[1.3, 1])
-        art: dict[str, Any] = {"trade_ax": trade_ax, "bar_ax": bar_ax, "dynamic": []}
-        if "accuracy" in self._means and "latency_ms" in self._means:
-            plots.tradeoff(
-                self._plot_frame(), by=self.by, ax=trade_ax,
-                cluster="_task" if self._units is not None else None,
-            )
-            art["best"] = trade_ax.scatter(
-                [np.nan],
-                [np.nan],
-                s=320,
-                marker="*",
-                color="gold",
-                edgecolors="black",
-                zorder=6,
-                label="current best",
-            )
-            trade_ax.legend(loc="lower right", fontsize="small", frameon=False)
-            art["dynamic"].append(art["best"])
-        y = np.arange(len(self.groups))
-        art["bars"] = list(bar_ax.barh(y, np.zeros(len(self.groups)), color="tab:blue"))
-        art["dynamic"].extend(art["bars"])
-        art["errors"] = bar_ax.hlines(y, 0, 0, color="black", linewidth=1.5, zorder=3)
-        art["dynamic"].append(art["errors"])
-        bar_ax.set_yticks(y, self.groups, fontsize="small" if len(self.groups) > 15 else None)
-        bar_ax.invert_yaxis()
-        bar_ax.set_xlim(0, 1)  # a composite reward is a weighted mean of scores in [0, 1]
-        bar_ax.set_xlabel("mean composite reward (95% CI; gold: tied for best)")
-        bar_ax.grid(axis="x", alpha=0.3)
-        bar_ax.set_title(" ")
-        art["title"] = bar_ax.text(
-            0.5, 1.01, "", transform=bar_ax.transAxes, ha="center", va="bottom", fontsize="large"
-        )
-        art["dynamic"].append(art["title"])
-        if not self._ipympl:
-            for artist in art["dynamic"]:
-                artist.set_animated(True)
-            fig.canvas.draw()  # full render, layout included, without the moving artists
-            fig.set_layout_engine("none")  # freeze the layout: later frames only blit
-            self._background = fig.canvas.copy_from_bbox(fig.bbox)  # type: ignore[attr-defined]
+        n = len(self.groups)
+        height = max(4.2, 0.22 * n + 1.8)
+        with plots.style():
+            if self._ipympl:
+                with plt.ioff():
+                    fig = plt.figure(figsize=(12, height), layout="constrained")
+                fig.canvas.header_visible = False  # type: ignore[attr-defined]
+                self.plot.children = (fig.canvas,)
+            else:
+                fig = Figure(figsize=(12, height), dpi=80, layout="constrained")
+                FigureCanvasAgg(fig)
+                self.plot.children = (self._image,)
+            trade_ax, bar_ax = fig.subplots(1, 2, width_ratios=[1.3, 1])
+            art: dict[str, Any] = {"trade_ax": trade_ax, "bar_ax": bar_ax, "dynamic": []}
+            # Bars first: the trade-off places its labels on the final layout.
+            self._draw_bars(bar_ax, art)
+            if "accuracy" in self.data.means and "latency_ms" in self.data.means:
+                self._draw_tradeoff(trade_ax, art)
+            else:
+                trade_ax.set_axis_off()
+            self._freeze(fig, bar_ax, art)
         self._figure = fig
         self._artists = art
 
-    def _plot_frame(self) -> Any:
-        import pandas as pd
+    def _draw_tradeoff(self, ax: Any, art: dict[str, Any]) -> None:
+        error = bool(self.acc_is_error.value)
+        options = plots.TradeoffOptions(
+            y="accuracy", by="candidate", cluster="_task" if self.data.units is not None else None,
+            color="cost_usd" if self.data.cost is not None else None,
+            y_higher_is_better=not error, marker_room=320.0,
+        )
+        plots.tradeoff(self.data.plot_frame(), ax=ax, options=options)
+        if error:
+            ax.set_ylabel("accuracy error, lower is better")
+        xs, ys = plots.tradeoff_positions(self.data.means, options)
+        art["xs"], art["ys"] = xs, ys
+        art["best"] = ax.scatter([np.nan], [np.nan], s=320, marker="*", color="gold",
+                                 edgecolors="black", zorder=6)
+        art["dynamic"].append(art["best"])
 
-        data = {self.by: np.asarray(self.groups, dtype=object)[self._codes], "accuracy": self._acc}
-        if self._units is not None:
-            data["_task"] = self._units
-        if self._lat is not None:
-            data["latency_ms"] = self._lat
-        if self._cost is not None:
-            data["cost_usd"] = self._cost
-        return pd.DataFrame(data)
+    def _draw_bars(self, ax: Any, art: dict[str, Any]) -> None:
+        n = len(self.groups)
+        y = np.arange(n)
+        plots._dress(ax, "x")
+        art["bars"] = list(ax.barh(y, np.zeros(n), color=plots.NEUTRAL, height=0.7))
+        art["errors"] = ax.hlines(y, 0, 0, color="black", linewidth=1.2, zorder=3)
+        # Names are drawn per update in rank order; the ticks hold the longest names only
+        # while the layout is computed (see _freeze).
+        size = 7.5 if n > 15 else 8.5
+        art["names"] = [
+            ax.text(-0.015, yi, "", transform=ax.get_yaxis_transform(), ha="right",
+                    va="center", fontsize=size)
+            for yi in y
+        ]
+        ax.set_yticks(y, sorted(self.data.short, key=len, reverse=True), fontsize=size)
+        ax.tick_params(axis="y", length=0)
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.set_xlim(0, 1)  # a composite reward is a weighted mean of scores in [0, 1]
+        ax.set_xlabel("mean composite reward, 95% CI; best first (gold: tied for best)")
+        ax.set_title(" ")
+        art["title"] = ax.text(0.0, 1.02, "", transform=ax.transAxes, ha="left",
+                               va="bottom", fontsize=11)
+        art["dynamic"].extend([*art["bars"], art["errors"], *art["names"], art["title"]])
+
+    def _freeze(self, fig: Any, bar_ax: Any, art: dict[str, Any]) -> None:
+        """Lay the figure out once with the names as tick labels, then keep that layout and
+        draw the names as their own texts (their order changes with the ranking)."""
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+        bar_ax.set_yticklabels([""] * len(self.groups))
+        width_px = bar_ax.get_window_extent().width
+        art["title_width"] = max(20, int(width_px / (11 * fig.dpi / 72 * 0.6)))
+        if not self._ipympl:
+            for artist in art["dynamic"]:
+                artist.set_animated(True)
+            fig.canvas.draw()  # the static parts, without the moving artists
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)
 
     # -- display ---------------------------------------------------------------
 

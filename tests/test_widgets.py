@@ -6,6 +6,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import html
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -53,19 +56,19 @@ def test_weight_slider_changes_spec_ranking_and_plot(tuner, cases):
     expected = _expected_ranking(cases, tuner.spec)
     assert list(tuner.ranking["candidate"]) == list(expected.index)
     assert "normalised" in tuner.normalised.value and "<b>1.00</b>" in tuner.normalised.value
-    # the plotted bars follow the ranking, the winner is highlighted
-    bars = tuner._artists["bars"]
-    widths = {g: b.get_width() for g, b in zip(tuner.groups, bars, strict=True)}
-    assert widths == pytest.approx(expected.to_dict())
-    best = tuner.groups.index(fastest)
-    assert bars[best].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb("tab:orange"))
+    # the bars follow the ranking, best at the top, the winner highlighted
+    bars, names = tuner._artists["bars"], tuner._artists["names"]
+    assert [b.get_width() for b in bars] == pytest.approx(expected.to_list())
+    short = dict(zip(tuner.groups, plots.short_labels(tuner.groups), strict=True))
+    assert [t.get_text() for t in names] == [short[g] for g in expected.index]
+    assert bars[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(plots.BEST))
     assert tuner.png != before_png
-    assert f"best: {fastest}" in tuner._artists["title"].get_text()
+    assert f"best: {short[fastest]}" in tuner._artists["title"].get_text()
 
 
 def test_references_shape_and_accuracy_toggle(tuner):
     tuner.speed_ref.value = 500.0
-    assert tuner.spec["speed"]["reference"] == 500.0  # rounded to 2 significant digits
+    assert tuner.spec["speed"]["reference"] == 500.0
     tuner.shape.value = "linear"
     assert tuner.spec["shape"] == "linear"
     assert tuner.acc_ref.disabled
@@ -82,10 +85,19 @@ def test_all_weights_zero_shows_a_message_not_a_traceback(tuner):
     tuner.w_cost.value = 0.0
     assert "Cannot score with these settings" in tuner.message.value
     assert "all 0" in tuner.message.value
+    # the normalised weights and the literal show the sliders' state, not the last valid one
+    assert "none" in tuner.normalised.value and "1.00" not in tuner.normalised.value
+    assert '"weights": {"accuracy": 0, "speed": 0, "cost": 0}' in _literal_text(tuner)
+    assert _literal_text(tuner).startswith("# not valid yet: weights are all 0")
+    assert "no ranking" in tuner._artists["title"].get_text()
     pd.testing.assert_frame_equal(tuner.ranking, ranking)  # last valid state is kept
     assert tuner.spec == spec
     tuner.w_cost.value = 1.0
     assert "best:" in tuner.message.value or "tied:" in tuner.message.value
+
+
+def _literal_text(tuner):
+    return html.unescape(re.sub(r"<[^>]+>", "", tuner.literal.value))
 
 
 def test_missing_column_is_a_clear_error(cases):
@@ -97,12 +109,21 @@ def test_tradeoff_marks_the_pareto_front(cases):
     ax = plots.tradeoff(cases, highlight="base")
     means = plots.candidate_means(cases, ["latency_ms", "accuracy", "cost_usd"])
     mask = plots.pareto_front(means, maximize=("accuracy",), minimize=("latency_ms", "cost_usd"))
-    # every candidate here trades accuracy for speed/cost, so all are on the front
-    assert mask.all()
-    assert ax.get_xlabel().startswith("latency (ms)")
+    # The front by hand: a candidate is off it when another is at least as accurate, fast
+    # and cheap, and better on one of them (NaN = not measured, left out of the means).
+    rows = {c: (g["accuracy"].mean(), g["latency_ms"].mean(), g["cost_usd"].mean())
+            for c, g in cases.groupby("candidate")}
+    dominated = {c for c, (a, lat, usd) in rows.items() for o, (a2, lat2, usd2) in rows.items()
+                 if o != c and a2 >= a and lat2 <= lat and usd2 <= usd
+                 and (a2, lat2, usd2) != (a, lat, usd)}
+    assert dict(zip(means["candidate"], mask, strict=True)) == {c: c not in dominated
+                                                                 for c in rows}
+    assert mask.sum() >= 3 and "base-v0" in dominated  # base beats its predecessor outright
+    unit = plots.unit_for("latency_ms", means["latency_ms"])
+    assert ax.get_xlabel().startswith(unit.label)
     assert ax.get_ylabel().startswith("accuracy")
     front = [line for line in ax.get_lines() if line.get_label() == "Pareto front"]
-    assert len(front) == 1 and len(front[0].get_xdata()) == 3
+    assert len(front) == 1 and len(front[0].get_xdata()) == mask.sum()
 
 
 def test_pareto_front_drops_dominated():
@@ -119,7 +140,10 @@ def test_distribution_and_heatmap_return_axes():
     ax = plots.task_heatmap(df, by="candidate")
     image = ax.get_images()[0].get_array()
     assert image.shape == (2, 2)
-    assert image[0, 1] == pytest.approx(0.9)
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert columns == ["b", "a"]  # best candidate first
+    assert image[rows.index("t1"), columns.index("b")] == pytest.approx(0.9)
 
 
 def test_missing_group_label_is_a_clear_error(cases):
@@ -169,3 +193,92 @@ def test_empty_table_and_bool_candidates_are_handled():
     })
     tuner = mk.widgets.tune_spec(cases)
     assert len(tuner.ranking) == 2 and tuner.ranking["n"].tolist() == [2, 2]
+
+
+# -- the tuner on a table shaped like a real agent benchmark (tests/benchmark_like.py) --------
+
+
+@pytest.fixture(scope="module")
+def bench_tuner():
+    from benchmark_like import benchmark_cases
+
+    cases = benchmark_cases(seed=0)
+    return cases, tune_spec(cases, debounce_ms=0)
+
+
+def _visible_render(tuner):
+    """Overlapping and cut-off texts of the tuner's figure, moving artists included."""
+    from plot_checks import outside, overlapping
+
+    fig = tuner.figure()
+    dynamic = tuner._artists["dynamic"]
+    for artist in dynamic:
+        artist.set_animated(False)
+    try:
+        return overlapping(fig), outside(fig)
+    finally:
+        for artist in dynamic:
+            artist.set_animated(True)
+
+
+def test_references_default_to_the_data(bench_tuner):
+    cases, tuner = bench_tuner
+    means = cases.groupby("candidate")[["latency_ms", "cost_usd"]].mean()
+    speed, cost = tuner.spec["speed"]["reference"], tuner.spec["cost"]["reference"]
+    assert speed == float(f"{means['latency_ms'].median():.2g}")
+    assert cost == float(f"{means['cost_usd'].median():.2g}")
+    assert speed > 60_000  # minutes, not the 2,000 ms example
+    literal = _literal_text(tuner)
+    assert "median of the candidates' mean latency" in literal
+    assert "median of the candidates' mean cost" in html.unescape(tuner.references.value)
+    # the speed part now separates the candidates instead of scoring all near 0
+    spread = tuner.ranking["speed_score"].max() - tuner.ranking["speed_score"].min()
+    assert spread > 0.2 and tuner.ranking["speed_score"].max() < 0.9
+
+
+def test_literal_equals_what_the_sliders_show(bench_tuner):
+    import ast
+
+    _, tuner = bench_tuner
+    for slider, part in ((tuner.speed_ref, "speed"), (tuner.cost_ref, "cost")):
+        for label, value in slider.options[:: max(1, len(slider.options) // 7)]:
+            slider.value = value
+            assert slider.label == label
+            literal = _literal_text(tuner)
+            assert f'"{part}": {{"reference": {label}}}' in literal
+            parsed = ast.literal_eval(literal.split("=", 1)[1])
+            assert parsed == tuner.spec and parsed[part]["reference"] == value
+    tuner.w_speed.value = 0.15000000000000002  # a step of 0.05 can land off the grid
+    assert '"speed": 0.15' in _literal_text(tuner) and tuner.spec["weights"]["speed"] == 0.15
+
+
+def test_bars_follow_the_rank_and_the_title_fits(bench_tuner):
+    _, tuner = bench_tuner
+    widths = [b.get_width() for b in tuner._artists["bars"]]
+    assert widths == pytest.approx(tuner.ranking["reward"].to_list())
+    assert widths == sorted(widths, reverse=True)
+    assert all(not t.get_text().startswith("openrouter/") for t in tuner._artists["names"])
+    title = tuner._artists["title"].get_text()
+    assert title.startswith(("best: ", "tied: "))
+    overlaps, cut = _visible_render(tuner)
+    assert overlaps == [] and cut == []
+
+
+def test_accuracy_as_error_flips_the_pareto_direction(cases, capsys):
+    errors = cases.assign(accuracy=1.0 - cases["accuracy"])  # an error: lower is better
+    tuner = tune_spec(errors, debounce_ms=0)
+    capsys.readouterr()
+    tuner.acc_is_error.value = True
+    means = plots.candidate_means(errors, ["accuracy", "latency_ms", "cost_usd"])
+    expected = plots.pareto_front(means, maximize=(),
+                                  minimize=("latency_ms", "cost_usd", "accuracy"))
+    ax = tuner._artists["trade_ax"]
+    front = next(line for line in ax.get_lines() if line.get_label() == "Pareto front")
+    assert len(front.get_xdata()) == expected.sum()
+    assert "lower is better" in ax.get_ylabel()
+
+
+def test_controls_are_aligned(tuner):
+    controls = tuner._controls()
+    assert {c.layout.width for c in controls} == {controls[0].layout.width}
+    assert {c.style.description_width for c in controls} == {"190px"}

@@ -1,32 +1,137 @@
-"""Matplotlib plots of rewards and metrics.
+"""Matplotlib plots of rewards and metrics, styled for a report.
 
-Every function takes data and an optional ``ax=`` and returns the Axes it drew on. Nothing
-here imports ipywidgets; :mod:`metrickit.widgets` calls these functions.
+Every plot function takes data and an optional ``ax=`` and returns the Axes it drew on;
+:func:`summary` draws a whole overview figure from a Harbor trial table. Nothing here
+imports ipywidgets; :mod:`metrickit.widgets` calls these functions.
+
+What every plot has in common:
+
+* **One look.** Each function draws inside :func:`style` (the :data:`STYLE` rcParams: DejaVu
+  Sans at 9 pt, a colour-blind-safe palette, a light grid behind the data, no top/right
+  spines). The style applies only while the function runs; your own ``rcParams`` are
+  never changed.
+* **Short labels.** Candidate names go through :func:`short_labels`: a file path becomes its
+  stem (``runs/steady.jsonl`` → ``steady``), a prefix all names share up to a ``/`` is
+  dropped (``openrouter/``), and a name longer than 28 characters keeps its start and end
+  around an ellipsis. Titles say what was computed (the interval method, the weights).
+* **Readable units.** A ``*_ms`` column is shown in ms, s, min or h, whichever suits its
+  typical value (:func:`unit_for`); a ``*_usd`` column in dollars with as many decimals as
+  the values need (``$0.012``, ``$1.50``). Axes never use an offset like ``1e6``.
+* **No overlapping text.** Point labels are placed with ``adjustText``; a label that still
+  collides after placement is left out, and the title says how many were.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import math
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 __all__ = [
+    "PALETTE",
+    "STYLE",
+    "TradeoffOptions",
+    "Unit",
+    "candidate_bars",
     "candidate_means",
     "metric_intervals",
     "pareto_front",
     "rank_bump",
     "reward_distribution",
+    "short_labels",
+    "style",
+    "summary",
     "task_heatmap",
     "tradeoff",
+    "unit_for",
 ]
 
-# Units shown on axes for the columns metrickit knows.
-UNITS = {
-    "latency_ms": "latency (ms)",
-    "cost_usd": "cost (USD)",
-    "accuracy": "accuracy",
-    "reward": "composite reward",
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#F0E442",
+    "#000000",
+)
+BEST = "#E69F00"  # the clear best: orange bar, gold star
+TIED = "#B8860B"  # tied for best: dark gold
+FRONT = "#D55E00"  # the Pareto front
+NEUTRAL = "#0072B2"
+MUTED = "0.55"
+
+STYLE: dict[str, Any] = {
+    "font.family": "DejaVu Sans",
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.titlelocation": "left",
+    "axes.titlepad": 8.0,
+    "axes.labelsize": 9.0,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.formatter.useoffset": False,
+    "grid.alpha": 0.35,
+    "grid.linewidth": 0.6,
+    "xtick.labelsize": 8.0,
+    "ytick.labelsize": 8.0,
+    "legend.fontsize": 8.0,
+    "legend.frameon": False,
+    "figure.dpi": 100.0,
+    "savefig.dpi": 100.0,
+    "image.cmap": "viridis",
 }
+
+_LABEL_WIDTH = 28  # characters of a candidate name kept in ticks, legends and labels
+_TITLE_WIDTH = 60
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def style() -> Iterator[None]:
+    """Apply :data:`STYLE` (and the :data:`PALETTE` colour cycle) for the duration.
+
+    Every plot function runs inside it. Use it for your own figures to match::
+
+        with plots.style():
+            fig, axes = plt.subplots(1, 2, layout="constrained")
+    """
+    import matplotlib
+    from cycler import cycler
+
+    params: dict[str, Any] = {**STYLE, "axes.prop_cycle": cycler(color=list(PALETTE))}
+    with matplotlib.rc_context(params):  # type: ignore[arg-type]
+        yield
+
+
+def _styled(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with style():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _dress(ax: Any, grid: str = "both") -> None:
+    """The style's axes settings on an Axes that may have been made outside :func:`style`."""
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_axisbelow(True)
+    ax.grid(False)
+    if grid:
+        ax.grid(True, axis=grid, alpha=STYLE["grid.alpha"], linewidth=STYLE["grid.linewidth"])
+    ax.tick_params(labelsize=STYLE["xtick.labelsize"])
 
 
 def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
@@ -38,15 +143,291 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
     return ax
 
 
+def _set_title(ax: Any, title: str, detail: str = "") -> None:
+    """A bold first line and a wrapped detail line, fitted to the Axes' width."""
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    chars = max(30, int(width_in * 72 / (STYLE["axes.titlesize"] * 0.62)))
+    lines = [_ellipsize(title, chars)]
+    if detail:
+        lines += textwrap.wrap(detail, int(chars * 1.1))
+    ax.set_title("\n".join(lines), loc="left", fontsize=STYLE["axes.titlesize"])
+
+
 def _table(comparison: Any) -> Any:
     return comparison.table if hasattr(comparison, "table") else comparison
 
 
+# -- labels and units ------------------------------------------------------------------------
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".txt", ".gz", ".zst", ".bz2")
+
+
+def _ellipsize(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters around a middle ellipsis (start and end kept,
+    since model names differ in their version suffix)."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    return text[:head] + "…" + text[-tail:]
+
+
+def _stem(text: str) -> str:
+    name = text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    while name.lower().endswith(_FILE_SUFFIXES):
+        name = name[: name.rfind(".")]
+    return name
+
+
+def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str]:
+    """Short, still distinct, display names for candidates.
+
+    File paths (``…/runs/steady.jsonl``) become their stems, a prefix every name shares up
+    to a ``/`` (``openrouter/``) is dropped, and names longer than ``width`` characters keep
+    their start and end around an ellipsis. A step that would make two names equal is
+    skipped.
+
+    Examples
+    --------
+    >>> short_labels(["openrouter/openai/gpt-5", "openrouter/google/gemini-2.5-pro"])
+    ['openai/gpt-5', 'google/gemini-2.5-pro']
+    >>> short_labels(["/data/runs/flaky.jsonl", "/data/runs/steady.jsonl"])
+    ['flaky', 'steady']
+    """
+    labels = ["" if n is None else str(n) for n in names]
+
+    def distinct(candidate: list[str]) -> bool:
+        return len(set(candidate)) == len(set(labels)) and all(candidate)
+
+    if any("/" in s or "\\" in s or s.lower().endswith(_FILE_SUFFIXES) for s in labels):
+        stems = [_stem(s) for s in labels]
+        if distinct(stems):
+            labels = stems
+    if len(set(labels)) > 1:
+        prefix = labels[0][: next((i for i, chars in enumerate(zip(*labels, strict=False))
+                                   if len(set(chars)) > 1), min(map(len, labels)))]
+        cut = prefix.rfind("/") + 1
+        if cut and distinct([s[cut:] for s in labels]):
+            labels = [s[cut:] for s in labels]
+    shortened = [_ellipsize(s, width) for s in labels]
+    return shortened if distinct(shortened) else labels
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How a column is shown: values are divided by ``scale``; ``label`` names the axis.
+
+    ``money`` marks a dollar column (ticks read ``$0.25``).
+    """
+
+    column: str
+    label: str
+    scale: float = 1.0
+    money: bool = False
+
+    def __call__(self, values: Any) -> np.ndarray:
+        """The values in this unit."""
+        return np.asarray(values, dtype=np.float64) / self.scale
+
+    def format(self, value: float) -> str:
+        """One value in this unit, as the ticks show it."""
+        return _money(value) if self.money else f"{value:.3g}"
+
+
+_NAMES = {"latency_ms": "latency", "total_ms": "time per trial", "cost_usd": "cost"}
+_TIME_UNITS = (("ms", 1.0), ("s", 1e3), ("min", 6e4), ("h", 3.6e6))
+
+
+def unit_for(column: str, values: Any = None) -> Unit:
+    """The display :class:`Unit` of ``column`` for these values.
+
+    ``*_ms`` columns: ms below 1 s, s below 2 min, min below 2 h, else h (by the median of
+    the finite positive values). ``*_usd`` columns: dollars. Other columns unchanged.
+
+    Examples
+    --------
+    >>> unit_for("latency_ms", [360_000, 1_320_000]).label
+    'latency (min)'
+    >>> unit_for("cost_usd").label
+    'cost ($)'
+    """
+    x = np.asarray([] if values is None else values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x) & (x > 0)]
+    if column.endswith("_ms"):
+        name = _NAMES.get(column, column[:-3].replace("_", " "))
+        typical = float(np.median(x)) if x.size else 0.0
+        unit, scale = "ms", 1.0
+        for candidate, factor, limit in (("s", 1e3, 1e3), ("min", 6e4, 1.2e5),
+                                         ("h", 3.6e6, 7.2e6)):
+            if typical >= limit:
+                unit, scale = candidate, factor
+        return Unit(column, f"{name} ({unit})", scale)
+    if column.endswith("_usd"):
+        return Unit(column, f"{_NAMES.get(column, column[:-4].replace('_', ' '))} ($)",
+                    money=True)
+    return Unit(column, column.replace("_", " "))
+
+
+def _money(value: float) -> str:
+    if not np.isfinite(value):
+        return ""
+    if value == 0:
+        return "$0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = 0 if magnitude >= 2 else max(2, 1 - magnitude)
+    return f"{'-' if value < 0 else ''}${abs(value):,.{decimals}f}"
+
+
+def _format_axis(axis: Any, unit: Unit, *, log: bool) -> None:
+    """Tick labels in ``unit``: no offset, money as dollars, log axes at 1-2-5 steps."""
+    from matplotlib import ticker
+
+    def fmt(value: float, _pos: Any = None) -> str:
+        return _money(value) if unit.money else f"{value:g}"
+
+    if log:
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(fmt))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    elif unit.money:
+        axis.set_major_formatter(ticker.FuncFormatter(fmt))
+    else:
+        formatter = ticker.ScalarFormatter(useOffset=False)
+        formatter.set_scientific(False)
+        axis.set_major_formatter(formatter)
+
+
+def _methods(methods: Any) -> str:
+    """The interval methods of a table, without their notes: ``"wilson, t"``."""
+    names = {"analytic": "t", "cluster": "t, task-clustered",
+             "cluster-wilson": "Wilson, task-clustered", "wilson": "Wilson"}
+    seen = dict.fromkeys(str(m).split(" (")[0] for m in methods if isinstance(m, str) and m)
+    return ", ".join(names.get(m, m) for m in seen if m != "none")
+
+
+# -- labels that do not overlap ----------------------------------------------------------------
+
+
+def _overlap(a: Any, b: Any, pad: float = -1.0) -> bool:
+    return (
+        min(a.x1, b.x1) - max(a.x0, b.x0) > pad and min(a.y1, b.y1) - max(a.y0, b.y0) > pad
+    )
+
+
+_ADJUST: dict[str, Any] = {"expand": (1.1, 1.3), "force_text": (0.5, 1.0),
+                           "force_static": (0.3, 0.6), "iter_lim": 200}
+_LEADER: dict[str, Any] = {"arrowstyle": "-", "color": MUTED, "lw": 0.5}
+
+
+def _marker_boxes(ax: Any, xs: Any, ys: Any, sizes: Any) -> list[Any]:
+    """Pixel boxes of markers of ``sizes`` (points², as ``scatter``'s ``s``) at data points."""
+    from matplotlib.transforms import Bbox
+
+    centres = ax.transData.transform(np.column_stack([xs, ys]))
+    radius = np.sqrt(np.asarray(sizes, dtype=float)) / 2 * ax.figure.dpi / 72
+    return [
+        Bbox([[cx - r, cy - r], [cx + r, cy + r]])
+        for (cx, cy), r in zip(centres, np.broadcast_to(radius, len(centres)), strict=True)
+        if np.isfinite(cx) and np.isfinite(cy)
+    ]
+
+
+def _clear(box: Any, inside: Any, taken: list[Any]) -> bool:
+    within = (box.x0 >= inside.x0 + 1 and box.x1 <= inside.x1 - 1
+              and box.y0 >= inside.y0 + 1 and box.y1 <= inside.y1 - 1)
+    return within and not any(_overlap(box, other) for other in taken)
+
+
+def _nearest_free_spot(ax: Any, text: Any, point: Any, inside: Any, taken: list[Any],
+                       renderer: Any) -> Any:
+    """Move ``text`` to the free position closest to ``point`` (pixels) on rings of growing
+    radius; returns its box there, or None when no spot within 160 px is free."""
+    inverse = ax.transData.inverted()
+    text.set_horizontalalignment("center")
+    text.set_verticalalignment("center")
+    for radius in range(14, 161, 8):
+        for angle in np.linspace(0, 2 * np.pi, 24, endpoint=False):
+            spot = (point[0] + radius * 1.6 * np.cos(angle), point[1] + radius * np.sin(angle))
+            text.set_position(inverse.transform(spot))
+            box = text.get_window_extent(renderer)
+            if _clear(box, inside, taken):
+                return box
+    return None
+
+
+def _place_labels(
+    ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any
+) -> tuple[list[Any], list[Any]]:
+    """Place point labels so no two overlap and none covers a marker or leaves the Axes.
+
+    adjustText moves them apart first; then :func:`_repair_labels`. ``texts`` come in
+    priority order, ``sizes`` are the markers' areas (points²) per point. Returns the
+    labels kept and the leader lines.
+    """
+    from adjustText import adjust_text
+
+    if not texts:
+        return [], []
+    ax.figure.draw_without_rendering()  # the layout settles first: adjustText works in pixels
+    markers = _marker_boxes(ax, xs, ys, sizes)
+    _, arrows = adjust_text(
+        texts, x=np.asarray(xs), y=np.asarray(ys), ax=ax, objects=markers or None,
+        **_ADJUST, arrowprops=_LEADER,
+    )
+    arrows = list(arrows)
+    return _repair_labels(ax, texts, xs, ys, sizes, arrows), arrows
+
+
+def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,
+                   arrows: list[Any]) -> list[Any]:
+    """Move a label that sits on a marker or an earlier label, or outside the Axes, to the
+    nearest free spot around its point (with a leader line); drop it when no spot within
+    160 px is free. Returns the labels kept."""
+    fig = ax.figure
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    taken: list[Any] = _marker_boxes(ax, xs, ys, sizes)
+    targets = ax.transData.transform(np.column_stack([xs, ys]))
+    kept = []
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        if _clear(box, inside, taken):
+            taken.append(box)
+            kept.append(text)
+            continue
+        for arrow in [a for a in arrows if _leads_to(a) is text]:
+            arrow.remove()
+            arrows.remove(arrow)
+        point = targets[int(text.get_gid())]
+        box = _nearest_free_spot(ax, text, point, inside, taken, renderer)
+        if box is None:
+            text.remove()
+            continue
+        taken.append(box)
+        kept.append(text)
+        leader = ax.annotate("", xy=ax.transData.inverted().transform(point),
+                             xytext=text.get_position(),
+                             arrowprops={**_LEADER, "patchA": text, "shrinkB": 4})
+        arrows.append(leader)
+    return kept
+
+
+def _leads_to(arrow: Any) -> Any:
+    """The label a leader line starts from (adjustText's arrow patch or our annotation)."""
+    return getattr(getattr(arrow, "arrow_patch", arrow), "patchA", None)
+
+
+# -- comparisons of metric definitions -------------------------------------------------------
+
+
+@_styled
 def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: Any = None) -> Any:
     """Each metric's value per group, with its confidence interval as error bars.
 
-    Groups along the x axis, one colour and offset per metric, so the reader sees both
-    the value and whether the intervals of two groups overlap.
+    Groups along the x axis (short labels: file stems for ``_source``), one colour and
+    offset per metric, so the reader sees both the value and whether the intervals of two
+    groups overlap. The title names the interval method(s).
 
     Parameters
     ----------
@@ -54,13 +435,22 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
         A :class:`~metrickit.compute.metrics.Comparison` or its ``table``.
     metrics
         Which metric labels to show (default: all).
+    ax
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
     """
     table = _table(comparison)
     labels = metrics or list(dict.fromkeys(table["metric"]))
     groups = list(dict.fromkeys(table["group"]))
-    ax = _axes(ax, (max(5.0, 1.2 * len(groups) + 2), 3.8))
+    names = short_labels(groups)
+    ax = _axes(ax, (max(5.0, 1.0 * len(groups) + 3), 3.8))
+    _dress(ax, "y")
     width = 0.8 / max(len(labels), 1)
     x = np.arange(len(groups), dtype=float)
+    shown = table[table["metric"].isin(labels)]
     for i, label in enumerate(labels):
         part = table[table["metric"] == label].set_index("group").reindex(groups)
         value = part["value"].to_numpy(dtype=float)
@@ -73,45 +463,56 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
             value,
             yerr=yerr,
             fmt="o",
+            markersize=4,
             capsize=3,
-            label=label,
+            color=PALETTE[i % len(PALETTE)],
+            label=_ellipsize(str(label), _LABEL_WIDTH),
         )
-    ax.set_xticks(x, [str(g) for g in groups])
-    ax.set_xlabel("group")
-    ax.set_ylabel("metric value (95% CI)" if len(labels) > 1 else labels[0])
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-    ax.set_title("Metric values with confidence intervals")
+    rotate = sum(len(n) for n in names) > 9 * len(names) or len(names) > 6
+    ax.set_xticks(x, names, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+    by = getattr(comparison, "by", None)
+    ax.set_xlabel({"_source": "file"}.get(by, by) if isinstance(by, str) else "group")
+    ax.set_ylabel("metric value" if len(labels) > 1 else _ellipsize(str(labels[0]), 40))
+    if len(labels) > 1:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    methods = _methods(shown.get("ci_method", []))
+    _set_title(ax, "Metric value per group", f"mean with 95% CI ({methods})" if methods else "")
     return ax
 
 
+@_styled
 def rank_bump(comparison: Any, *, metrics: list[str] | None = None, ax: Any = None) -> Any:
     """Rank-change (bump) chart: each group's rank under each metric, 1 at the top.
 
-    Lines that cross show where the choice of metric changes the ranking.
+    Lines that cross show where the choice of metric changes the ranking. Groups are
+    named by their short labels in the legend.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
     """
     table = _table(comparison)
     labels = metrics or list(dict.fromkeys(table["metric"]))
     groups = list(dict.fromkeys(table["group"]))
-    ax = _axes(ax, (max(5.0, 1.3 * len(labels) + 2), 3.8))
+    names = short_labels(groups)
+    ax = _axes(ax, (max(5.0, 1.3 * len(labels) + 3), 3.8))
+    _dress(ax, "y")
     wide = table.pivot(index="group", columns="metric", values="rank").reindex(groups)[labels]
     x = np.arange(len(labels))
-    for group in groups:
+    for i, (group, name) in enumerate(zip(groups, names, strict=True)):
         ranks = wide.loc[group].to_numpy(dtype=float)
-        ax.plot(x, ranks, marker="o", linewidth=2, label=str(group))
-    ax.set_xticks(x, labels, rotation=20, ha="right")
+        ax.plot(x, ranks, marker="o", linewidth=2, color=PALETTE[i % len(PALETTE)], label=name)
+    ax.set_xticks(x, [_ellipsize(str(m), _LABEL_WIDTH) for m in labels], rotation=20, ha="right")
     ax.set_yticks(range(1, len(groups) + 1))
     ax.set_ylim(len(groups) + 0.5, 0.5)
     ax.set_ylabel("rank (1 = best)")
     ax.set_xlabel("metric")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-    ax.set_title("How the ranking changes with the metric")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _set_title(ax, "Rank under each metric", "lines that cross: the metric changes the order")
     return ax
 
 
-def _label(column: str) -> str:
-    return UNITS.get(column, column)
+# -- per-candidate tables --------------------------------------------------------------------
 
 
 def candidate_means(
@@ -121,6 +522,8 @@ def candidate_means(
     by: str = "candidate",
     cluster: str | None = "auto",
     confidence: float = 0.95,
+    maximize: tuple[str, ...] = ("accuracy",),
+    minimize: tuple[str, ...] = ("latency_ms", "cost_usd"),
 ) -> Any:
     """Per-group mean, CI low/high and n of each column, plus ``p_front`` and cost per
     success (a small pandas frame, one row a group): see
@@ -129,11 +532,12 @@ def candidate_means(
     Intervals are :func:`metrickit.compute.stats.mean_ci`'s default: Wilson for 0/1 columns, t cut
     to the range otherwise, clustered by task (``cluster``) when tasks repeat. NaN values
     (not measured) are left out of that column's mean, and a ``<column>_n`` column then
-    says how many were measured.
+    says how many were measured. ``p_front`` is over the ``maximize``/``minimize`` columns.
     """
     from metrickit.compute.ranking import candidate_table
 
-    return candidate_table(frame, columns, by=by, cluster=cluster, confidence=confidence)
+    return candidate_table(frame, columns, by=by, cluster=cluster, confidence=confidence,
+                           maximize=maximize, minimize=minimize)
 
 
 def grouped_mean_se(
@@ -182,6 +586,197 @@ def _spans_decades(values: np.ndarray) -> bool:
     return values.size > 1 and values.max() / values.min() >= 30
 
 
+# -- the trade-off plot ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TradeoffOptions:
+    """What :func:`tradeoff` draws; its keyword arguments, gathered in one place.
+
+    ``y_higher_is_better=False`` makes ``y`` an error: the front then minimises it too.
+    ``max_labels`` caps the candidates labelled by name (front, best and tied first).
+    ``marker_room`` (points², as ``scatter``'s ``s``) keeps labels that far from every
+    point, for a marker drawn later (the tuner's moving star).
+    """
+
+    x: str = "latency_ms"
+    y: str = "accuracy"
+    color: str | None = "cost_usd"
+    size: str | None = None
+    by: str = "candidate"
+    frontier: bool = True
+    highlight: Any = None
+    tied: Any = None
+    log: str | bool = "auto"
+    cluster: str | None = "auto"
+    y_higher_is_better: bool = True
+    max_labels: int = 16
+    marker_room: float = 0.0
+
+    @property
+    def extra(self) -> list[str]:
+        return [c for c in (self.color, self.size) if c and c not in (self.x, self.y)]
+
+    @property
+    def maximize(self) -> tuple[str, ...]:
+        return (self.y,) if self.y_higher_is_better else ()
+
+    @property
+    def minimize(self) -> tuple[str, ...]:
+        y = () if self.y_higher_is_better else (self.y,)
+        return tuple(dict.fromkeys([self.x, *self.extra, *y]))
+
+    def logs(self, values: np.ndarray) -> bool:
+        return self.log is True or (self.log == "auto" and _spans_decades(values))
+
+
+@dataclass
+class _TradeoffData:
+    means: Any
+    names: list[str]
+    xunit: Unit
+    yunit: Unit
+    xs: np.ndarray
+    ys: np.ndarray
+    xerr: np.ndarray
+    yerr: np.ndarray
+    front: np.ndarray
+
+
+def _tradeoff_data(frame: Any, o: TradeoffOptions) -> _TradeoffData:
+    means = candidate_means(frame, [o.x, o.y, *o.extra], by=o.by, cluster=o.cluster,
+                            maximize=o.maximize, minimize=o.minimize)
+    xunit, yunit = unit_for(o.x, means[o.x]), unit_for(o.y, means[o.y])
+    xs, ys = xunit(means[o.x]), yunit(means[o.y])
+    xerr = np.abs(np.vstack([xs - xunit(means[f"{o.x}_low"]), xunit(means[f"{o.x}_high"]) - xs]))
+    yerr = np.abs(np.vstack([ys - yunit(means[f"{o.y}_low"]), yunit(means[f"{o.y}_high"]) - ys]))
+    front = pareto_front(means, maximize=o.maximize, minimize=o.minimize)
+    return _TradeoffData(means, short_labels(list(means[o.by])), xunit, yunit, xs, ys, xerr,
+                         yerr, front)
+
+
+def _draw_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
+    # A missing interval (n < 2) stays NaN: no whisker is drawn, rather than a false 0.
+    ax.errorbar(d.xs, d.ys, xerr=d.xerr, yerr=d.yerr, fmt="none", ecolor="0.7", elinewidth=1,
+                capsize=2, zorder=1)
+    sizes: Any = 60.0
+    if o.size:
+        s = d.means[o.size].to_numpy(dtype=float)
+        sizes = 30 + 170 * (s - s.min()) / (np.ptp(s) or 1.0)
+    if not o.color:
+        return [ax.scatter(d.xs, d.ys, s=sizes, color=NEUTRAL, zorder=3)]
+    cunit = unit_for(o.color, d.means[o.color])
+    c = cunit(d.means[o.color])
+    log = o.logs(c)
+    norm = None
+    if log:
+        from matplotlib.colors import LogNorm
+
+        norm = LogNorm(vmin=c[c > 0].min(), vmax=c.max())
+    points = ax.scatter(d.xs, d.ys, c=c, s=sizes, cmap="viridis", norm=norm, zorder=3,
+                        edgecolors="white", linewidths=0.5)
+    bar = ax.figure.colorbar(points, ax=ax, pad=0.02, fraction=0.05, aspect=30)
+    bar.set_label(cunit.label, labelpad=4)
+    bar.outline.set_visible(False)
+    _format_axis(bar.ax.yaxis, cunit, log=log)
+    bar.ax.tick_params(labelsize=STYLE["ytick.labelsize"])
+    return [points]
+
+
+def _draw_front(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
+    if not o.frontier:
+        return []
+    order = np.argsort(d.xs[d.front])
+    ax.plot(d.xs[d.front][order], d.ys[d.front][order], color=FRONT, linewidth=1.2,
+            linestyle="--", zorder=2, label="Pareto front")
+    return [ax.scatter(d.xs[d.front], d.ys[d.front], s=140, facecolors="none", edgecolors=FRONT,
+                       linewidths=1.5, zorder=4)]
+
+
+def _draw_best(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
+    names = list(d.means[o.by])
+    drawn = []
+    if o.tied is not None and len(o.tied) > 1:
+        ringed = np.isin(np.asarray(names, dtype=object), np.asarray(list(o.tied), dtype=object))
+        drawn.append(ax.scatter(d.xs[ringed], d.ys[ringed], s=260, facecolors="none",
+                                edgecolors=TIED, linewidths=2, zorder=5, label="tied for best"))
+    elif o.highlight is not None and o.highlight in names:
+        i = names.index(o.highlight)
+        drawn.append(ax.scatter([d.xs[i]], [d.ys[i]], s=320, marker="*", color="gold",
+                                edgecolors="black", zorder=5, label="best"))
+    return drawn
+
+
+def _label_order(d: _TradeoffData, o: TradeoffOptions) -> list[int]:
+    """Which candidates get a name label, most important first: best/tied, front, rest."""
+    names = list(d.means[o.by])
+    tied = set(o.tied or ()) | ({o.highlight} if o.highlight is not None else set())
+    first = [i for i, n in enumerate(names) if n in tied]
+    front = [int(i) for i in np.flatnonzero(d.front) if i not in first]
+    rest = [int(i) for i in np.argsort(-d.ys if o.y_higher_is_better else d.ys)
+            if i not in first and i not in front]
+    order = [*first, *front, *rest]
+    return order if len(order) <= o.max_labels else [*first, *front][: o.max_labels]
+
+
+def _marker_sizes(d: _TradeoffData, o: TradeoffOptions) -> np.ndarray:
+    """The largest marker (points²) drawn at each candidate: dot, front ring, gold ring, star."""
+    sizes = np.full(len(d.xs), max(60.0, o.marker_room))
+    if o.size:
+        s = d.means[o.size].to_numpy(dtype=float)
+        sizes = np.maximum(30 + 170 * (s - s.min()) / (np.ptp(s) or 1.0), o.marker_room)
+    if o.frontier:
+        sizes = np.where(d.front, np.maximum(sizes, 140.0), sizes)
+    names = np.asarray(list(d.means[o.by]), dtype=object)
+    if o.tied is not None and len(o.tied) > 1:
+        sizes = np.where(np.isin(names, np.asarray(list(o.tied), dtype=object)), 260.0, sizes)
+    elif o.highlight is not None:
+        sizes = np.where(names == o.highlight, 320.0, sizes)
+    return sizes
+
+
+def _label_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> tuple[list[Any], list[Any]]:
+    """Name labels placed without overlap; returns the labels kept and their leader lines."""
+    order = _label_order(d, o)
+    p_front = d.means["p_front"].to_numpy() if "p_front" in d.means else np.full(len(d.xs),
+                                                                                 np.nan)
+    texts = []
+    for i in order:
+        pf = p_front[i]
+        shown = np.isfinite(pf) and (d.front[i] or pf >= 0.05)
+        text = f"{d.names[i]} ({pf:.0%})" if shown else d.names[i]
+        texts.append(ax.text(d.xs[i], d.ys[i], text, fontsize=7.5, zorder=6, gid=str(i)))
+    return _place_labels(ax, texts, d.xs, d.ys, _marker_sizes(d, o))
+
+
+def _finish_tradeoff(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> None:
+    xlog, ylog = o.logs(d.xs), o.logs(d.ys)
+    if xlog:
+        ax.set_xscale("log")
+    if ylog:
+        ax.set_yscale("log")
+    _format_axis(ax.xaxis, d.xunit, log=xlog)
+    _format_axis(ax.yaxis, d.yunit, log=ylog)
+    better = "" if o.y_higher_is_better else ", lower is better"
+    ax.set_xlabel(f"{d.xunit.label}, mean per {o.by}")
+    ax.set_ylabel(f"{d.yunit.label}{better}")
+
+
+def _tradeoff_caption(d: _TradeoffData, o: TradeoffOptions, unlabelled: int) -> str:
+    methods = _methods(d.means.get(f"{o.y}_method", []))
+    parts = [f"means with 95% CI ({methods})" if methods else "means with 95% CI"]
+    if o.frontier:
+        parts.append("ringed and dashed: Pareto front, % = share of task resamples on it")
+    if o.tied is not None and len(o.tied) > 1:
+        parts.append("gold rings: tied for best")
+    elif o.highlight is not None:
+        parts.append("star: best at 95%")
+    if unlabelled:
+        parts.append(f"{unlabelled} name(s) left out for space")
+    return "; ".join(parts)
+
+
+@_styled
 def tradeoff(
     frame: Any,
     *,
@@ -196,13 +791,18 @@ def tradeoff(
     log: str | bool = "auto",
     cluster: str | None = "auto",
     ax: Any = None,
+    options: TradeoffOptions | None = None,
 ) -> Any:
     """Accuracy against latency (and cost) per candidate, with CI whiskers and the Pareto front.
 
-    Whiskers are 95 % intervals of each mean (clustered by task when tasks repeat). The
-    front is estimated: each label carries the candidate's probability of being on it
-    over task resamples (``front 80%``), and the dashed line joins the candidates on the
-    front of the point estimates.
+    Whiskers are 95 % intervals of each mean (clustered by task when tasks repeat; the title
+    names the method). The front is estimated: each label carries the candidate's
+    probability of being on it over task resamples (``(80%)``), and the dashed line joins
+    the candidates on the front of the point estimates. Latency is shown in ms, s or min and
+    cost in dollars, whichever reads best (:func:`unit_for`). Names are shortened
+    (:func:`short_labels`) and placed with adjustText so no two overlap; beyond 16
+    candidates only the best, tied and front ones are named, and the title says how many
+    names were left out.
 
     Parameters
     ----------
@@ -219,145 +819,161 @@ def tradeoff(
         gold, and no star is drawn.
     log
         ``"auto"`` puts an axis on a log scale when its values span 30x or more.
+    ax
+        Axes to draw on (default: a new figure).
+    options
+        A :class:`TradeoffOptions` with all of the above (and ``y_higher_is_better``,
+        ``max_labels``); when given, the other keywords are ignored.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
     """
-    import matplotlib.pyplot as plt
-
-    extra = [c for c in (color, size) if c and c not in (x, y)]
-    means = candidate_means(frame, [x, y, *extra], by=by, cluster=cluster)
-    ax = _axes(ax, (7.0, 4.5))
-    xs, ys = means[x].to_numpy(), means[y].to_numpy()
-    xerr = np.abs(np.vstack([xs - means[f"{x}_low"], means[f"{x}_high"] - xs]))
-    yerr = np.abs(np.vstack([ys - means[f"{y}_low"], means[f"{y}_high"] - ys]))
-    # A missing interval (n < 2) stays NaN: no whisker is drawn, rather than a false 0.
-    ax.errorbar(
-        xs,
-        ys,
-        xerr=xerr,
-        yerr=yerr,
-        fmt="none",
-        ecolor="0.6",
-        elinewidth=1,
-        capsize=2,
-        zorder=1,
-    )
-    sizes = 60.0
-    if size:
-        s = means[size].to_numpy()
-        span = np.ptp(s) or 1.0
-        sizes = 30 + 170 * (s - s.min()) / span
-    if color:
-        c = means[color].to_numpy()
-        norm = None
-        if log is True or (log == "auto" and _spans_decades(c)):
-            from matplotlib.colors import LogNorm
-
-            norm = LogNorm(vmin=c[c > 0].min(), vmax=c.max())
-        points = ax.scatter(
-            xs,
-            ys,
-            c=c,
-            s=sizes,
-            cmap="viridis",
-            norm=norm,
-            zorder=3,
-            edgecolors="white",
-            linewidths=0.5,
-        )
-        ax.figure.colorbar(points, ax=ax, label=_label(color), pad=0.01)
-    else:
-        ax.scatter(xs, ys, s=sizes, zorder=3)
-    if frontier:
-        minimize = tuple(dict.fromkeys([x, *extra]))
-        mask = pareto_front(means, maximize=(y,), minimize=minimize)
-        order = np.argsort(xs[mask])
-        ax.plot(
-            xs[mask][order],
-            ys[mask][order],
-            color="tab:red",
-            linewidth=1.2,
-            linestyle="--",
-            zorder=2,
-            label="Pareto front",
-        )
-        ax.scatter(
-            xs[mask],
-            ys[mask],
-            s=np.asarray(sizes) * 0 + 140,
-            facecolors="none",
-            edgecolors="tab:red",
-            linewidths=1.5,
-            zorder=4,
-        )
-    p_front = means["p_front"].to_numpy() if "p_front" in means else np.full(len(xs), np.nan)
-    for label, xv, yv, pf in zip(means[by], xs, ys, p_front, strict=True):
-        text = str(label) if np.isnan(pf) else f"{label} (front {pf:.0%})"
-        ax.annotate(text, (xv, yv), textcoords="offset points", xytext=(5, 5), fontsize="small")
-    if tied is not None and len(tied) > 1:
-        ringed = means[means[by].isin(list(tied))]
-        ax.scatter(
-            ringed[x], ringed[y], s=260, facecolors="none", edgecolors="goldenrod",
-            linewidths=2, zorder=5, label="tied: " + ", ".join(map(str, tied)),
-        )
-    if highlight is not None and highlight in set(means[by]):
-        row = means[means[by] == highlight].iloc[0]
-        ax.scatter(
-            [row[x]],
-            [row[y]],
-            s=320,
-            marker="*",
-            color="gold",
-            edgecolors="black",
-            zorder=5,
-            label=f"best: {highlight}",
-        )
-    if log is True or (log == "auto" and _spans_decades(xs)):
-        ax.set_xscale("log")
-    if log is True or (log == "auto" and _spans_decades(ys)):
-        ax.set_yscale("log")
-    ax.set_xlabel(f"{_label(x)}, mean per {by}")
-    ax.set_ylabel(f"{_label(y)}, mean per {by}")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize="small", frameon=False)
-    clustered = any(str(m).startswith("cluster") for m in means.get(f"{y}_method", []))
-    ax.set_title(
-        f"{_label(y)} vs {_label(x)} (95% CI{', clustered by task' if clustered else ''})"
-    )
-    plt.setp(ax.get_xticklabels(), rotation=0)
+    o = options or TradeoffOptions(x=x, y=y, color=color, size=size, by=by, frontier=frontier,
+                                   highlight=highlight, tied=tied, log=log, cluster=cluster)
+    data = _tradeoff_data(frame, o)
+    ax = _axes(ax, (7.5, 4.8))
+    _dress(ax)
+    _draw_points(ax, data, o)
+    _draw_front(ax, data, o)
+    _draw_best(ax, data, o)
+    _finish_tradeoff(ax, data, o)
+    headline = f"{data.yunit.label} vs {data.xunit.label}".capitalize()
+    if o.color:
+        headline += f", colour: {unit_for(o.color).label}"
+    _set_title(ax, headline, _tradeoff_caption(data, o, 0))
+    kept, arrows = _label_points(ax, data, o)
+    for _ in range(3):
+        if len(kept) == len(data.xs):
+            break
+        # The caption now says how many names were left out; that can change the layout,
+        # so the labels are checked again.
+        _set_title(ax, headline, _tradeoff_caption(data, o, len(data.xs) - len(kept)))
+        before = len(kept)
+        kept = _repair_labels(ax, kept, data.xs, data.ys, _marker_sizes(data, o), arrows)
+        if len(kept) == before:
+            break
     return ax
 
 
-def reward_distribution(
-    frame: Any, *, column: str = "reward", by: str = "candidate", ax: Any = None
-) -> Any:
-    """Distribution of a per-case value per candidate: box plots with the mean marked."""
+def tradeoff_positions(frame_means: Any, o: TradeoffOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Where :func:`tradeoff` puts each candidate, in its display units (for overlays)."""
+    xunit = unit_for(o.x, frame_means[o.x])
+    yunit = unit_for(o.y, frame_means[o.y])
+    return xunit(frame_means[o.x]), yunit(frame_means[o.y])
+
+
+# -- distributions, bars and heatmaps --------------------------------------------------------
+
+
+def _columns(frame: Any, columns: dict[str, str], numeric: Sequence[str]) -> Any:
+    """A pandas frame of the named columns (numeric ones as float), naming a missing one."""
     import narwhals as nw
     import pandas as pd
 
+    from metrickit.errors import MetrickitError
+
     nf = nw.from_native(frame, eager_only=True)
-    labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
-    values = nf.get_column(column).cast(nw.Float64).to_numpy()
-    groups = sorted(labels.unique(), key=str)
-    data = [values[(labels == g).to_numpy()] for g in groups]
-    ax = _axes(ax, (max(5.0, 0.6 * len(groups) + 3), 3.8))
-    ax.boxplot(data, orientation="horizontal", widths=0.6, flierprops={"markersize": 3})
-    ax.scatter(
-        [d.mean() for d in data],
-        np.arange(1, len(groups) + 1),
-        marker="D",
-        color="tab:red",
-        zorder=3,
-        label="mean",
-    )
-    ax.set_yticks(np.arange(1, len(groups) + 1), [str(g) for g in groups])
-    ax.set_xlabel(_label(column))
+    for role, name in columns.items():
+        if name not in nf.columns:
+            raise MetrickitError(
+                f"{role}={name!r} is not a column; columns are {list(nf.columns)}"
+            )
+    return pd.DataFrame({
+        name: nf.get_column(name).cast(nw.Float64).to_numpy() if role in numeric
+        else pd.Series(nf.get_column(name).to_list(), dtype=object)
+        for role, name in columns.items()
+    })
+
+
+@_styled
+def reward_distribution(
+    frame: Any, *, column: str = "reward", by: str = "candidate", ax: Any = None
+) -> Any:
+    """Distribution of a per-case value per candidate: box plots with the mean marked.
+
+    Candidates are sorted by mean, the highest at the top; the legend sits outside the
+    axes so it never covers a box.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    df = _columns(frame, {"by": by, "column": column}, numeric=("column",))
+    means = df.groupby(by, sort=False)[column].mean().sort_values(kind="stable")
+    groups = list(means.index)
+    data = [df.loc[df[by] == g, column].dropna().to_numpy() for g in groups]
+    unit = unit_for(column, df[column])
+    ax = _axes(ax, (6.0, max(3.0, 0.3 * len(groups) + 1.6)))
+    _dress(ax, "x")
+    ax.boxplot([unit(d) for d in data], orientation="horizontal", widths=0.6,
+               flierprops={"markersize": 3}, medianprops={"color": PALETTE[0]})
+    ax.scatter(unit(means.to_numpy()), np.arange(1, len(groups) + 1), marker="D", s=18,
+               color=FRONT, zorder=3, label="mean")
+    ax.set_yticks(np.arange(1, len(groups) + 1), short_labels(groups))
+    _format_axis(ax.xaxis, unit, log=False)
+    ax.set_xlabel(unit.label)
     ax.set_ylabel(by)
-    ax.legend(loc="lower right", fontsize="small", frameon=False)
-    ax.set_title(f"{_label(column)} per {by}")
-    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0), handletextpad=0.2)
+    _set_title(ax, f"{unit.label} per {by}", "box: quartiles and 1.5 IQR; diamond: mean")
     return ax
 
 
+@_styled
+def candidate_bars(
+    frame: Any,
+    *,
+    column: str = "reward",
+    by: str = "candidate",
+    cluster: str | None = "auto",
+    higher_is_better: bool = True,
+    ax: Any = None,
+) -> Any:
+    """Mean of ``column`` per candidate as horizontal bars, best at the top, with 95 % CIs.
+
+    The intervals and ties are the tuner's: task-clustered intervals, and the candidates
+    tied with the leader (:func:`metrickit.compute.ranking.best_group`) in gold. A single
+    clear best is orange.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from metrickit.compute.ranking import MeanDraws, best_group
+    from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
+
+    df = _columns(frame, {"by": by, "column": column}, numeric=("column",))
+    codes, groups = group_codes(df[by], by)
+    units, cluster_name = task_codes(frame, cluster)
+    x = df[column].to_numpy(dtype=float)
+    gi = grouped_intervals(codes, len(groups), x, clusters=units)
+    draws = MeanDraws(codes, len(groups), units, n_draws=500)
+    ri, _ = best_group(list(groups), gi.mean, draws, x, higher_is_better=higher_is_better)
+    order = np.argsort(-gi.mean if higher_is_better else gi.mean, kind="stable")
+    unit = unit_for(column, gi.mean)
+    clear = int(ri.best_group.sum()) == 1
+    colours = [(BEST if clear else TIED) if ri.best_group[i] else NEUTRAL for i in order]
+    ax = _axes(ax, (6.0, max(2.5, 0.28 * len(groups) + 1.4)))
+    _dress(ax, "x")
+    y = np.arange(len(groups))
+    mean = unit(gi.mean[order])
+    ax.barh(y, mean, color=colours, height=0.7)
+    ax.errorbar(mean, y, xerr=np.abs(np.vstack([mean - unit(gi.low[order]),
+                                                unit(gi.high[order]) - mean])),
+                fmt="none", ecolor="black", elinewidth=1, capsize=2)
+    ax.set_yticks(y, short_labels([groups[i] for i in order]))
+    ax.invert_yaxis()
+    _format_axis(ax.xaxis, unit, log=False)
+    ax.set_xlabel(f"mean {unit.label}")
+    methods = _methods(gi.method)
+    clustered = f", clustered by {cluster_name}" if cluster_name else ""
+    verdict = "orange: best at 95%" if clear else "gold: tied for best at 95%"
+    _set_title(ax, f"Mean {unit.label} per {by}",
+               f"95% CI ({methods}{clustered if 'clustered' not in methods else ''}); {verdict}")
+    return ax
+
+
+@_styled
 def task_heatmap(
     trials: Any,
     *,
@@ -366,32 +982,127 @@ def task_heatmap(
     value: str = "reward",
     ax: Any = None,
 ) -> Any:
-    """Mean ``value`` for each task (rows) and candidate (columns) from a trial table."""
-    import narwhals as nw
-    import pandas as pd
+    """Mean ``value`` for each task (rows) and candidate (columns) from a trial table.
 
-    nf = nw.from_native(trials, eager_only=True)
-    df = pd.DataFrame(
-        {
-            task: nf.get_column(task).to_list(),
-            by: nf.get_column(by).to_list(),
-            value: nf.get_column(value).cast(nw.Float64).to_numpy(),
-        }
-    )
-    grid = df.pivot_table(index=task, columns=by, values=value, aggfunc="mean")
-    ax = _axes(ax, (max(4.0, 0.8 * grid.shape[1] + 3), max(3.0, 0.28 * grid.shape[0] + 1.5)))
-    image = ax.imshow(
-        grid.to_numpy(),
-        aspect="auto",
-        cmap="RdYlGn",
-        vmin=0,
-        vmax=max(1.0, float(np.nanmax(grid.to_numpy())) if grid.size else 1.0),
-        interpolation="nearest",
-    )
-    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=30, ha="right")
-    ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index], fontsize="small")
+    Tasks are sorted from easiest to hardest (mean over candidates) and candidates from
+    best to worst, so blocks of tasks everyone or no one solves stand out. A cell with no
+    measured value is grey, not a colour of the scale.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib
+
+    df = _columns(trials, {"task": task, "by": by, "value": value}, numeric=("value",))
+    grid = df.pivot_table(index=task, columns=by, values=value, aggfunc="mean", dropna=False,
+                          observed=True)
+    grid = grid.loc[grid.mean(axis=1).sort_values(ascending=False, kind="stable").index]
+    grid = grid[grid.mean(axis=0).sort_values(ascending=False, kind="stable").index]
+    ax = _axes(ax, (max(4.5, 0.35 * grid.shape[1] + 3.5),
+                    max(3.0, 0.2 * grid.shape[0] + 2.0)))
+    _dress(ax, "")
+    cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.85")
+    values = grid.to_numpy(dtype=float)
+    top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
+    image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=0, vmax=max(1.0, top),
+                      interpolation="nearest")
+    columns = short_labels(list(grid.columns))
+    # Vertical, not slanted: slanted neighbours' boxes overlap even when the glyphs do not.
+    vertical = sum(len(c) for c in columns) * 6.5 > 72 * 0.35 * len(columns) * 1.6
+    ax.set_xticks(range(grid.shape[1]), columns, rotation=90 if vertical else 0)
+    rows = [_ellipsize(str(i), 30) for i in grid.index]
+    ax.set_yticks(range(grid.shape[0]), rows, fontsize=7 if len(rows) > 20 else None)
     ax.set_xlabel(by)
     ax.set_ylabel(task)
-    ax.figure.colorbar(image, ax=ax, label=f"mean {value}")
-    ax.set_title(f"mean {value} per {task} and {by}")
+    bar = ax.figure.colorbar(image, ax=ax, pad=0.02, fraction=0.06, aspect=30)
+    bar.set_label(f"mean {value}", labelpad=4)
+    bar.outline.set_visible(False)
+    bar.ax.tick_params(labelsize=STYLE["ytick.labelsize"])
+    _set_title(ax, f"Mean {value} per task and {by}",
+               "tasks easiest first; grey: not measured")
     return ax
+
+
+# -- the overview figure ---------------------------------------------------------------------
+
+
+def _candidate_column(trials: Any, by: str | Sequence[str] | None) -> tuple[Any, str]:
+    """The trial table as pandas with one candidate column (``agent`` and ``model`` joined
+    when both vary)."""
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    df = nf.to_pandas()
+    if isinstance(by, str):
+        return df, by
+    parts = list(by) if by is not None else [c for c in ("agent", "model") if c in df]
+    if not parts:
+        from metrickit.errors import MetrickitError
+
+        raise MetrickitError(
+            "summary: no candidate column; pass by= (a column, or a list of columns to join)"
+            f" — columns are {list(df.columns)}"
+        )
+    varying = [c for c in parts if df[c].nunique(dropna=False) > 1] or parts[:1]
+    if len(varying) == 1:
+        return df, varying[0]
+    df["candidate"] = df[varying].astype(str).agg(" · ".join, axis=1)
+    return df, "candidate"
+
+
+def summary(
+    trials: Any,
+    *,
+    value: str = "reward",
+    by: str | Sequence[str] | None = None,
+    task: str = "task_name",
+    time: str | None = "total_ms",
+    cost: str | None = "cost_usd",
+    fig: Any = None,
+) -> Any:
+    """The overview a report needs, in one figure, from a Harbor trial table.
+
+    Three panels: mean ``value`` per candidate with task-clustered 95 % CIs and ties
+    (:func:`candidate_bars`), ``value`` against time per trial with cost as colour and the
+    Pareto front (:func:`tradeoff`; only when ``time`` is a column), and the task ×
+    candidate heatmap (:func:`task_heatmap`).
+
+    Parameters
+    ----------
+    trials
+        One row per trial: ``task``, ``value`` and the candidate column(s).
+    by
+        The candidate column; a list of columns is joined (``agent · model``); default:
+        ``agent`` and ``model``, keeping only the ones that vary.
+    time, cost
+        Columns for the trade-off panel (None to leave them out).
+    fig
+        A Figure to draw into (default: a new one sized to the data).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    df, column = _candidate_column(trials, by)
+    n = int(df[column].nunique())
+    n_tasks = int(df[task].nunique()) if task in df else 1
+    with style():
+        height = max(6.0, 0.3 * max(n, 0.5 * n_tasks) + 3.0)
+        if fig is None:
+            fig = plt.figure(figsize=(15, height), layout="constrained")
+        grid = fig.add_gridspec(2, 2, width_ratios=[1.15, 1])
+        has_tradeoff = time is not None and time in df
+        bars_ax = fig.add_subplot(grid[0, 0] if has_tradeoff else grid[:, 0])
+        heat_ax = fig.add_subplot(grid[:, 1])
+        candidate_bars(df, column=value, by=column, cluster=task if task in df else None,
+                       ax=bars_ax)
+        task_heatmap(df, task=task, by=column, value=value, ax=heat_ax)
+        if has_tradeoff:
+            assert time is not None
+            trade_ax = fig.add_subplot(grid[1, 0])
+            tradeoff(df, x=time, y=value, color=cost if cost in df else None, by=column,
+                     cluster=task if task in df else None, ax=trade_ax)
+    return fig
