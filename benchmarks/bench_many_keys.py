@@ -2,7 +2,7 @@
 
 A file with one distinct key per line would be a rows x keys frame (5,000 keys: 25 million
 cells). ``metrickit aggregate`` and ``mk.aggregate(path)`` aggregate key by key from the
-cells instead; the frame readers refuse above ``metrickit.io.rewards.MAX_FILLED_CELLS``.
+cells instead; the frame readers refuse above ``metrickit._core.schema.MAX_FILLED_CELLS``.
 Each measurement runs in a fresh process and reports its peak RSS (ru_maxrss) and time,
 against a plain ``json.loads`` loop into Harbor's ``aggregate_reward_dicts`` (the reference
 in tests/harbor_reference.py)::

@@ -46,6 +46,7 @@ from metrickit.errors import (
     ScorerError as ScorerError,
     SpecError as SpecError,
     StatsError as StatsError,
+    TrialSourceError as TrialSourceError,
 )
 from metrickit.io.harbor import (
     read_harbor_job as read_harbor_job,
@@ -64,6 +65,19 @@ from metrickit.compute.metrics import (
 from metrickit.compute.passk import (
     PassAtK as PassAtK,
     pass_at_k as pass_at_k,
+)
+from metrickit.io.inspect_logs import (
+    read_inspect_log as read_inspect_log,
+)
+from metrickit.io.lm_eval_samples import (
+    read_lm_eval_samples as read_lm_eval_samples,
+)
+from metrickit.io.terminal_bench import (
+    read_terminal_bench as read_terminal_bench,
+)
+from metrickit.io.tidy import (
+    concat_trials as concat_trials,
+    trials_from_frame as trials_from_frame,
 )
 from metrickit.io.rewards import (
     read_rewards as read_rewards,

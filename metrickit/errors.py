@@ -72,6 +72,11 @@ class RewardInputError(MetrickitError, ValueError):
     """A value given to ``reward()`` or ``RewardSpec.score_frame`` that the spec cannot score."""
 
 
+class TrialSourceError(MetrickitError, ValueError):
+    """An evaluation log, output folder, run folder or tidy table that cannot be read into a
+    trial table (Inspect AI, lm-evaluation-harness, Terminal-Bench, ``trials_from_frame``)."""
+
+
 class JudgeNotConfiguredError(MetrickitError, RuntimeError):
     """``skynet.llm()`` was called but no judge model was configured with ``set_judge``."""
 

@@ -191,7 +191,7 @@ def test_aggregate_path_memory_grows_with_the_data(tmp_path):
     from harbor_reference import harbor_aggregate
 
     from metrickit.errors import RewardFileError
-    from metrickit.io import rewards
+    from metrickit._core import schema
 
     rows = [{f"k{i:04d}": (i % 5) / 2 if i % 3 else i % 2} for i in range(1500)] + [None, {}]
     path = tmp_path / "many.jsonl"
@@ -199,8 +199,8 @@ def test_aggregate_path_memory_grows_with_the_data(tmp_path):
     want = harbor_aggregate(rows)
     assert mk.aggregate(path) == want == mk.aggregate(mk.read_rewards(path))
     assert mk.aggregate(path, "sum") == harbor_aggregate(rows, "sum")
-    old = rewards.MAX_FILLED_CELLS
-    rewards.MAX_FILLED_CELLS = 1_000_000  # 1,502 rows x 1,500 keys: 2.25M cells
+    old = schema.MAX_FILLED_CELLS
+    schema.MAX_FILLED_CELLS = 1_000_000  # 1,502 rows x 1,500 keys: 2.25M cells
     try:
         with pytest.raises(RewardFileError, match=r"1,502 rows x 1,500 reward keys") as info:
             mk.read_rewards(path)
@@ -209,4 +209,4 @@ def test_aggregate_path_memory_grows_with_the_data(tmp_path):
             mk.read_rewards(path, backend="polars")
         assert mk.aggregate(path) == want  # still answers
     finally:
-        rewards.MAX_FILLED_CELLS = old
+        schema.MAX_FILLED_CELLS = old

@@ -104,6 +104,10 @@ def reward_arrays(
             present[key] = codes != MISSING
             is_int[key] = codes <= INT  # MISSING (0) and INT (1): Harbor holds an int
             values[key] = column.to_numpy().astype(np.float64, copy=False)
+            if not present[key].all() and np.isnan(values[key]).any():
+                # NA: the key is absent from a whole evaluation of a trial table. Harbor's
+                # arithmetic over rows that mix evaluations fills it with an int 0.
+                values[key] = np.where(present[key], values[key], 0.0)
         else:
             nulls = column.is_null().to_numpy()
             present[key] = ~nulls

@@ -324,8 +324,8 @@ def trials_polars(
             series[name] = pl.Series(name, columns[name], dtype=pl.Int64)
         else:
             series[name] = _polars_strings(name, columns[name], columns["trial_dir"])
-    for key in keys:
-        series[key] = pl.Series(key, values[key], dtype=pl.Float64)
+    for key in keys:  # NaN (a key absent from a whole evaluation) is null in polars
+        series[key] = pl.Series(key, values[key], dtype=pl.Float64, nan_to_null=True)
     for key in keys:
         series[KIND_PREFIX + key] = pl.Series(
             KIND_PREFIX + key, [KINDS[k] for k in kinds[key]], dtype=pl.Enum(KINDS)
@@ -389,3 +389,17 @@ _FLOAT_COLUMNS = (
 
 
 _TIME_COLUMNS = ("started_at", "finished_at")
+
+
+def eval_key(agent: str, model: str | None, source: str | None) -> str:
+    """Harbor's evaluation key (``JobStats.format_agent_evals_key``).
+
+    Examples
+    --------
+    >>> eval_key("claude-code", "claude-sonnet-4-5", "terminal-bench")
+    'claude-code__claude-sonnet-4-5__terminal-bench'
+    >>> eval_key("oracle", None, None)
+    'oracle__adhoc'
+    """
+    dataset = source or "adhoc"
+    return f"{agent}__{model}__{dataset}" if model else f"{agent}__{dataset}"

@@ -196,6 +196,8 @@ def pass_at_k(
         if value not in keys:
             raise StatsError(f"value={value!r} is not a reward column; reward columns: {keys}")
         chosen = values[value]
+        # NA: the key is absent from the trial's whole evaluation (not a failure)
+        chosen_na = np.isnan(nf.get_column(value).to_numpy().astype(np.float64))
     groups = group_indices(rows, by) if n_rows else {}
 
     harbor: dict[Any, dict[int, float]] = {}
@@ -232,11 +234,25 @@ def pass_at_k(
         else:
             harbor[label] = {}
             skipped[label] = reason
-            warnings.warn(
-                PassAtKSkipped(f"pass@k not computed for {label!r}: {reason}"), stacklevel=2
-            )
+            if value is None:  # with value= the table does not depend on Harbor's rule
+                warnings.warn(
+                    PassAtKSkipped(f"pass@k not computed for {label!r}: {reason}"), stacklevel=2
+                )
         # The table and detail: Harbor's outcomes, or the chosen column.
         if value is not None:
+            n_na = int(chosen_na[idx].sum())
+            if n_na == len(idx):
+                notes.append(
+                    f"{label!r}: {value!r} is missing (NA) for every trial, its evaluation has "
+                    "no such key; no table rows"
+                )
+                continue
+            if n_na:
+                notes.append(
+                    f"{label!r}: {n_na} trial(s) without {value!r} (missing from their "
+                    "evaluation) left out"
+                )
+                idx = idx[~chosen_na[idx]]
             bad = [i for i in idx if chosen[i] not in (0.0, 1.0)]
             if bad:
                 notes.append(

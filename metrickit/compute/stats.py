@@ -965,6 +965,18 @@ def compare_runs(
         if label not in present:
             raise StatsError(f"{name}={label!r} is not a value of {by!r}; values are {present}")
     column = _value_column(df, value)
+    missing = df[column].isna().to_numpy()  # NA: the key is absent from a whole evaluation
+    for label in (a, b):
+        if missing[(labels == label).to_numpy()].all():
+            raise StatsError(
+                f"{column!r} is missing (NA) for every trial of {label!r}: no trial of its "
+                "evaluation has that reward key, so there is nothing to compare; pick a "
+                "key both runs have"
+            )
+    n_missing = int((missing & labels.isin([a, b]).to_numpy()).sum())
+    if n_missing:
+        df = df[~missing]
+        labels = df[by]
     da = df[labels == a]
     db = df[labels == b]
     mean_a = da.groupby(task, sort=False)[column].agg(["size", "mean"])
@@ -1004,6 +1016,11 @@ def compare_runs(
     notes: list[str] = []
     if n_running:
         notes.append(f"{n_running} running trial(s) left out (no result yet)")
+    if n_missing:
+        notes.append(
+            f"{n_missing} trial(s) left out: {column!r} is missing (NA) there, their "
+            "evaluation has no such key"
+        )
     if only_a or only_b:
         notes.append(
             f"{len(only_a) + len(only_b)} task(s) ran in only one of the two runs and are "
@@ -1213,6 +1230,16 @@ def breakdown(
             "method": [c.method for c in cis], "note": [c.note for c in cis],
         }
     n_done = np.bincount(codes, weights=done, minlength=n_groups).astype(int)
+    # NA: the key is absent from a trial's whole evaluation; such trials carry no value
+    n_na = np.bincount(codes, weights=np.isnan(x) & done, minlength=n_groups).astype(int)
+    group_notes = list(stats_cols["note"])
+    for i in np.flatnonzero(n_na):
+        if n_na[i] == n_done[i]:
+            group_notes[i] = f"{column!r} is missing (NA): no trial here has that reward key"
+        else:
+            left_out = f"{n_na[i]} trial(s) without {column!r} left out"
+            group_notes[i] = f"{group_notes[i]}; {left_out}" if group_notes[i] else left_out
+    stats_cols["note"] = group_notes
     if units is not None:
         pairs = pd.DataFrame({"g": codes[done], "t": units[done]}).drop_duplicates()
         n_tasks = np.bincount(pairs["g"].to_numpy(), minlength=n_groups)

@@ -50,21 +50,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, overload
 
-import numpy as np
-
-from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS, trials_pandas, trials_polars
-from metrickit._core.values import INVALID, KIND_PREFIX
+from metrickit._core.schema import (
+    TRIAL_STATUSES,
+    eval_key,
+)
+from metrickit._core.values import INVALID
 from metrickit.errors import HarborJobError, Problem
 from metrickit.io.harbor_trials import (
     RUNNING,
     TrialRecord,
-    eval_key,
     find_jobs,
     read_trial,
     running_row,
     subdirs,
 )
-from metrickit.io.jsonl import parse_rows
+from metrickit.io.trials import build_trials
 
 __all__ = ["eval_key", "read_harbor_job", "read_job_result"]
 
@@ -212,43 +212,26 @@ def _order(trials: list[TrialRecord]) -> list[int]:
 def _build(trials: list[TrialRecord], backend: Backend) -> Any:
     order = _order(trials)
     trials = [trials[i] for i in order]
-    parsed, reward_problems = parse_rows("<trials>", [t.rewards for t in trials])
-    if reward_problems:
-        p = reward_problems[0]
-        t = trials[p.line - 1]
-        raise HarborJobError(
-            f"{t.folder / 'result.json'}: verifier_result.rewards: {p.message}"
-        )
-    status = parsed.status.copy()
-    for i, t in enumerate(trials):
-        if t.status in (RUNNING, INVALID):
-            status[i] = t.status
-    keys = list(parsed.values)
-    if not keys:
-        # No trial has a reward yet: one all-missing ``reward`` column keeps the frame a
-        # reward frame (else every numeric column would look like a reward key).
-        keys = ["reward"]
-        parsed.values["reward"] = np.zeros(len(trials), dtype=np.float64)
-        parsed.kinds["reward"] = np.zeros(len(trials), dtype=np.uint8)
-    added = {*LEADING_COLUMNS, *TRAILING_COLUMNS}
-    clash = [k for k in keys if k in added or k.startswith(KIND_PREFIX)]
-    if clash:
-        raise HarborJobError(
-            f"reward key {clash[0]!r} (in {trials[0].folder.parent}) clashes with a column "
-            "read_harbor_job adds; rename the key in the verifier's reward.json"
-        )
     # attempt: 1, 2, ... per (job, eval, task) in row order
     seen: dict[tuple[Any, Any, Any], int] = {}
     for t in trials:
         k = (t.row["job"], t.row["eval"], t.row["task_name"])
         seen[k] = seen.get(k, 0) + 1
         t.row["attempt"] = seen[k]
-    columns: dict[str, list[Any]] = {c: [t.row[c] for t in trials]
-                                     for c in (*LEADING_COLUMNS, *TRAILING_COLUMNS)
-                                     if c != "_status"}
-    if backend == "polars":
-        return trials_polars(columns, status, keys, parsed.values, parsed.kinds)
-    return trials_pandas(columns, status, keys, parsed.values, parsed.kinds)
+    rows = []
+    for t in trials:
+        row = dict(t.row)
+        if t.status in (RUNNING, INVALID):
+            row["_status"] = TRIAL_STATUSES[t.status]
+        rows.append(row)
+    return build_trials(
+        rows,
+        [t.rewards for t in trials],
+        backend,
+        where=[str(t.folder / "result.json") for t in trials],
+        reward_field="verifier_result.rewards",
+        error=HarborJobError,
+    )
 
 
 

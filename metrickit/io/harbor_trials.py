@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS
+from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS, eval_key
 from metrickit._core.values import INVALID, NULL, check_value
 from metrickit.errors import HarborJobError, Problem
 
@@ -52,18 +52,6 @@ INVALID_REWARD_EXCEPTIONS = frozenset(
 
 
 
-def eval_key(agent: str, model: str | None, source: str | None) -> str:
-    """Harbor's evaluation key (``JobStats.format_agent_evals_key``).
-
-    Examples
-    --------
-    >>> eval_key("claude-code", "claude-sonnet-4-5", "terminal-bench")
-    'claude-code__claude-sonnet-4-5__terminal-bench'
-    >>> eval_key("oracle", None, None)
-    'oracle__adhoc'
-    """
-    dataset = source or "adhoc"
-    return f"{agent}__{model}__{dataset}" if model else f"{agent}__{dataset}"
 
 
 # ---------------------------------------------------------------------------

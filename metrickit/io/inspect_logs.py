@@ -64,15 +64,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit.errors import RewardInputError
-from metrickit.io._trial_rows import (
-    Backend,
-    build_trials,
-    empty_row,
-    eval_key,
-    parse_time,
-    split_model,
-)
+from metrickit._core.schema import eval_key
+from metrickit.errors import TrialSourceError
+from metrickit.io.trials import Backend, build_trials, empty_row, parse_time, split_model
 
 __all__ = ["read_inspect_log"]
 
@@ -114,7 +108,7 @@ def read_inspect_log(
 
     Raises
     ------
-    RewardInputError
+    TrialSourceError
         No log at the path, or a score value Inspect's ``value_to_float`` rules cannot
         convert (the message names the log, the sample, the epoch, the scorer and the value).
     ImportError
@@ -143,7 +137,7 @@ def _log_files(
 ) -> list[str]:
     roots = [path] if isinstance(path, str | os.PathLike) else list(path)
     if not roots:
-        raise RewardInputError("read_inspect_log got an empty list; pass a log or a folder")
+        raise TrialSourceError("read_inspect_log got an empty list; pass a log or a folder")
     files: list[str] = []
     for root in roots:
         p = Path(root)
@@ -152,18 +146,18 @@ def _log_files(
                 inspect_log.list_eval_logs(str(p), recursive=True), key=lambda info: info.name
             )
             if not found:
-                raise RewardInputError(
+                raise TrialSourceError(
                     f"{p}: no Inspect log (.eval or .json) in this folder or below"
                 )
             files.extend(info.name for info in found)
         elif p.is_file():
             if p.suffix not in (".eval", ".json"):
-                raise RewardInputError(
+                raise TrialSourceError(
                     f"{p}: not an Inspect log; expected a .eval or .json file or a folder"
                 )
             files.append(str(p))
         else:
-            raise RewardInputError(f"{p}: no such file or folder")
+            raise TrialSourceError(f"{p}: no such file or folder")
     return files
 
 
@@ -316,7 +310,7 @@ def _convert(value: Any, label: str) -> bool | int | float | None:
             finite = False
         if value in _LETTERS or value.lower() in _WORDS or finite:
             return float(value_to_float()(value))
-    raise RewardInputError(
+    raise TrialSourceError(
         f"{label}: value {value!r} ({type(value).__name__}) cannot be converted to a "
         "number; expected a number, a bool, one of Inspect's grades 'C', 'I', 'P', 'N', "
         "'yes'/'no'/'true'/'false', numeric text, or a dict of those"

@@ -47,8 +47,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit.errors import RewardInputError
-from metrickit.io._trial_rows import Backend, build_trials, empty_row, eval_key
+from metrickit._core.schema import eval_key
+from metrickit.errors import TrialSourceError
+from metrickit.io.trials import Backend, build_trials, empty_row
 
 __all__ = ["read_lm_eval_samples"]
 
@@ -86,7 +87,7 @@ def read_lm_eval_samples(
 
     Raises
     ------
-    RewardInputError
+    TrialSourceError
         No results file, a run without samples files, a line that is not a JSON object with
         ``doc_id``, a non-numeric metric value, a metric given twice for one document (the
         message names file, line, document, metric and value).
@@ -107,7 +108,7 @@ def read_lm_eval_samples(
     for results_file in _results_files(path):
         _read_run(results_file, wanted, rows, rewards, where, seen_keys)
     if wanted is not None and wanted - seen_keys:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"metrics={sorted(wanted - seen_keys)} not found in any samples file; the records "
             f"have {sorted(seen_keys)}"
         )
@@ -117,14 +118,14 @@ def read_lm_eval_samples(
 def _results_files(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
     roots = [path] if isinstance(path, str | os.PathLike) else list(path)
     if not roots:
-        raise RewardInputError("read_lm_eval_samples got an empty list; pass an output folder")
+        raise TrialSourceError("read_lm_eval_samples got an empty list; pass an output folder")
     files: list[Path] = []
     for root in roots:
         p = Path(root)
         if p.is_dir():
             found = sorted(f for f in p.rglob("results_*.json") if _RESULTS.match(f.name))
             if not found:
-                raise RewardInputError(
+                raise TrialSourceError(
                     f"{p}: no lm-eval results_<date>.json in this folder or below; expected "
                     "the --output_path of an `lm_eval ... --log_samples` run"
                 )
@@ -132,11 +133,11 @@ def _results_files(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
         elif p.is_file() and _RESULTS.match(p.name):
             files.append(p)
         elif p.exists():
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"{p}: not an lm-eval results file; expected results_<date>.json or a folder"
             )
         else:
-            raise RewardInputError(f"{p}: no such file or folder")
+            raise TrialSourceError(f"{p}: no such file or folder")
     return files
 
 
@@ -154,9 +155,9 @@ def _read_run(
     try:
         results = json.loads(results_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RewardInputError(f"{results_file}: not a readable JSON file ({exc})") from None
+        raise TrialSourceError(f"{results_file}: not a readable JSON file ({exc})") from None
     if not isinstance(results, dict):
-        raise RewardInputError(
+        raise TrialSourceError(
             f"{results_file}: expected a JSON object, got {type(results).__name__}"
         )
     config = results.get("config") or {}
@@ -175,7 +176,7 @@ def _read_run(
         if m and m.group("date") == date:
             samples.append((m.group("task"), f))
     if not samples:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"{results_file}: no samples_<task>_{date}.jsonl beside it; run lm_eval with "
             "--log_samples to log per-document results"
         )
@@ -202,9 +203,9 @@ def _read_samples(
             try:
                 record = json.loads(line)
             except ValueError as exc:
-                raise RewardInputError(f"{label}: not a JSON line ({exc})") from None
+                raise TrialSourceError(f"{label}: not a JSON line ({exc})") from None
             if not isinstance(record, dict) or "doc_id" not in record:
-                raise RewardInputError(f"{label}: expected a JSON object with 'doc_id'")
+                raise TrialSourceError(f"{label}: expected a JSON object with 'doc_id'")
             doc = str(record["doc_id"])
             filt = record.get("filter", "none")
             if doc not in by_doc:
@@ -231,7 +232,7 @@ def _read_samples(
                     continue
                 value = record.get(metric)
                 if key in reward:
-                    raise RewardInputError(
+                    raise TrialSourceError(
                         f"{label}: doc_id {doc}: metric {key!r} given twice for this document "
                         f"({reward[key]!r} and {value!r}); expected one record per document "
                         "and filter"
@@ -241,7 +242,7 @@ def _read_samples(
                 ):
                     reward[key] = value
                     continue
-                raise RewardInputError(
+                raise TrialSourceError(
                     f"{label}: doc_id {doc}: metric {key!r} is {str(value)[:80]!r} "
                     f"({type(value).__name__}), not a per-document number (corpus metrics "
                     "such as bleu log pairs to aggregate later); expected a number or a bool, "

@@ -47,12 +47,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit.errors import RewardInputError
-from metrickit.io._trial_rows import (
+from metrickit._core.schema import eval_key
+from metrickit.errors import TrialSourceError
+from metrickit.io.trials import (
     Backend,
     build_trials,
     empty_row,
-    eval_key,
     ms_between,
     parse_time,
     split_model,
@@ -88,7 +88,7 @@ def read_terminal_bench(
 
     Raises
     ------
-    RewardInputError
+    TrialSourceError
         No run at the path, a ``results.json`` or ``run_metadata.json`` that is not valid
         JSON or lacks a field the reader needs, an ``is_resolved`` that is not true, false or
         null (the message names the file, the trial, the field and the value).
@@ -107,7 +107,7 @@ def read_terminal_bench(
         else [Path(p) for p in run_folder]
     )
     if not roots:
-        raise RewardInputError("read_terminal_bench got an empty list; pass a run folder")
+        raise TrialSourceError("read_terminal_bench got an empty list; pass a run folder")
     runs: list[Path] = []
     for root in roots:
         if (root / "run_metadata.json").is_file():
@@ -117,7 +117,7 @@ def read_terminal_bench(
         ):
             runs.extend(found)
         else:
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"{root}: not a Terminal-Bench run folder (no run_metadata.json in it or in "
                 "its subfolders); expected runs/<run_id> as written by `tb run`"
             )
@@ -133,7 +133,7 @@ def _load(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
-        raise RewardInputError(f"{path}: not a readable JSON file ({exc})") from None
+        raise TrialSourceError(f"{path}: not a readable JSON file ({exc})") from None
 
 
 def _read_run(
@@ -145,7 +145,7 @@ def _read_run(
     meta_file = run / "run_metadata.json"
     meta = _load(meta_file)
     if not isinstance(meta, dict) or "agent_name" not in meta:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"{meta_file}: expected Terminal-Bench's RunMetadata (a JSON object with "
             "'run_id' and 'agent_name')"
         )
@@ -167,13 +167,13 @@ def _read_run(
     if results_file.exists():
         results = _load(results_file)
         if not isinstance(results, dict) or not isinstance(results.get("results"), list):
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"{results_file}: expected Terminal-Bench's BenchmarkResults (a JSON object "
                 "with a 'results' list)"
             )
         for i, trial in enumerate(results["results"]):
             if not isinstance(trial, dict) or "trial_name" not in trial or "task_id" not in trial:
-                raise RewardInputError(
+                raise TrialSourceError(
                     f"{results_file}: results[{i}] is not a TrialResults object with "
                     "'trial_name' and 'task_id'"
                 )
@@ -187,7 +187,7 @@ def _read_run(
             if own.exists():
                 trial = _load(own)
                 if not isinstance(trial, dict) or "task_id" not in trial:
-                    raise RewardInputError(f"{own}: expected a TrialResults object")
+                    raise TrialSourceError(f"{own}: expected a TrialResults object")
                 trials[trial_dir.name] = (trial, str(own))
             else:
                 running.append((task_dir.name, trial_dir.name))
@@ -202,7 +202,7 @@ def _read_run(
         failure = trial.get("failure_mode")
         resolved = trial.get("is_resolved")
         if resolved is not None and not isinstance(resolved, bool):
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"{label} (trial {name!r}): is_resolved is {resolved!r}; expected true, false "
                 "or null"
             )

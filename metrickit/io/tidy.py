@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from metrickit.errors import RewardInputError
-from metrickit.io._trial_rows import (
+from metrickit.errors import TrialSourceError
+from metrickit.io.trials import (
     KIND_PREFIX,
     META,
     TAIL,
@@ -32,7 +32,7 @@ def _native_backend(df: Any) -> Literal["pandas", "polars"]:
         return "polars"
     if module.startswith("pandas"):
         return "pandas"
-    raise RewardInputError(
+    raise TrialSourceError(
         f"expected a pandas or polars DataFrame, got {type(df).__module__}.{type(df).__name__}"
     )
 
@@ -94,7 +94,7 @@ def trials_from_frame(
 
     Raises
     ------
-    RewardInputError
+    TrialSourceError
         A named column is missing, a reward is not a finite number or bool, a token count
         not a whole number, an attempt not an integer >= 1, a task id null, or two rows
         have the same (candidate, task, attempt): the message names the column, the row
@@ -123,7 +123,7 @@ def trials_from_frame(
     nf = nw.from_native(df, eager_only=True)
     rewards = [reward] if isinstance(reward, str) else list(reward)
     if not rewards:
-        raise RewardInputError("reward=[] names no column; pass at least one reward column")
+        raise TrialSourceError("reward=[] names no column; pass at least one reward column")
     mapping = {
         "task": task, "candidate": candidate, "agent": agent, "model": model,
         "attempt": attempt, "source": source, "latency_ms": latency_ms, "cost_usd": cost_usd,
@@ -133,7 +133,7 @@ def trials_from_frame(
     named += [("reward", col) for col in rewards]
     missing = [f"{arg}={col!r}" for arg, col in named if col not in nf.columns]
     if missing:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"trials_from_frame: no column for {', '.join(missing)}; the table has columns "
             f"{list(nf.columns)}"
         )
@@ -148,7 +148,7 @@ def trials_from_frame(
         row = empty_row()
         task_id = col[task][i]
         if _is_null(task_id):
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"trials_from_frame: row {i}: task column {task!r} is null; every trial needs "
                 "a task id"
             )
@@ -170,7 +170,7 @@ def trials_from_frame(
             row["attempt"] = counters[key]
         dup = (row["eval"], row["task_name"], row["attempt"])
         if dup in first_row:
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"trials_from_frame: rows {first_row[dup]} and {i} are the same trial "
                 f"(candidate {dup[0]!r}, task {dup[1]!r}, attempt {dup[2]}); expected one row "
                 "per (candidate, task, attempt): pass attempt= to number repeated rows, or "
@@ -213,7 +213,7 @@ def _reward(column: str, row: int, value: Any) -> bool | int | float | None:
         value = value.item()  # numpy scalars
     if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
         return value
-    raise RewardInputError(
+    raise TrialSourceError(
         f"trials_from_frame: reward column {column!r}, row {row}: {value!r} "
         f"({type(value).__name__}) is not a reward; expected a finite number or a bool "
         "(None/NaN for a missing reward)"
@@ -224,7 +224,7 @@ def _number(column: str, row: int, value: Any) -> float | None:
     if _is_null(value):
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise RewardInputError(
+        raise TrialSourceError(
             f"trials_from_frame: column {column!r}, row {row}: {value!r} "
             f"({type(value).__name__}); expected a finite number or null"
         )
@@ -237,7 +237,7 @@ def _count(column: str, row: int, value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"trials_from_frame: column {column!r}, row {row}: {value!r} "
             f"({type(value).__name__}); expected a whole number of tokens >= 0 or null"
         )
@@ -248,7 +248,7 @@ def _attempt(column: str, row: int, value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RewardInputError(
+        raise TrialSourceError(
             f"trials_from_frame: attempt column {column!r}, row {row}: {value!r} "
             f"({type(value).__name__}); expected an integer >= 1"
         )
@@ -283,7 +283,7 @@ def concat_trials(
 
     Raises
     ------
-    RewardInputError
+    TrialSourceError
         No frames, mixed backends, a table that is not a trial table (no ``_kind_`` reward
         column or no ``eval``/``task_name`` column), or the same (eval, task, attempt) in two
         tables from the same job.
@@ -303,10 +303,10 @@ def concat_trials(
     """
     frames = list(frames)
     if not frames:
-        raise RewardInputError("concat_trials got no tables; pass a list of trial tables")
+        raise TrialSourceError("concat_trials got no tables; pass a list of trial tables")
     backends = {_native_backend(f) for f in frames}
     if len(backends) > 1:
-        raise RewardInputError(
+        raise TrialSourceError(
             "concat_trials got pandas and polars tables; convert them to one backend first "
             "(polars_frame.to_pandas() or polars.from_pandas(pandas_frame))"
         )
@@ -316,7 +316,7 @@ def concat_trials(
         missing = [c for c in ("eval", "task_name", "attempt", "_status") if c not in columns]
         frame_keys = [c for c in columns if KIND_PREFIX + c in columns]
         if missing or not frame_keys:
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"concat_trials: table {i} is not a trial table (missing "
                 f"{missing or ['a reward column with its _kind_ companion']}); expected tables "
                 "from metrickit's readers or trials_from_frame"
@@ -389,7 +389,7 @@ def _check_unique(jobs: list[Any], evals: list[Any], tasks: list[Any], attempts:
     for i, raw in enumerate(zip(jobs, evals, tasks, attempts, strict=True)):
         key = tuple(None if _is_null(v) else v for v in raw)
         if key in seen:
-            raise RewardInputError(
+            raise TrialSourceError(
                 f"concat_trials: rows {seen[key]} and {i} are the same trial (job {key[0]!r}, "
                 f"eval {key[1]!r}, task {key[2]!r}, attempt {key[3]}): a table given twice, "
                 "or a task_map that sends two tasks to one name"

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("lm_eval")
 
 import metrickit as mk
-from metrickit.errors import RewardInputError
+from metrickit.errors import TrialSourceError
 from metrickit.io.lm_eval_samples import read_lm_eval_samples
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -138,7 +138,7 @@ def test_schema_matches_read_harbor_job(output: Path, backend: str) -> None:
 def test_metrics_argument_and_the_errors(output: Path, tmp_path: Path) -> None:
     trials = read_lm_eval_samples(output, metrics=["acc"])
     assert mk.reward_keys(trials) == ["acc"]
-    with pytest.raises(RewardInputError, match="not found"):
+    with pytest.raises(TrialSourceError, match="not found"):
         read_lm_eval_samples(output, metrics=["f1"])
     # a corpus metric's per-document entry (bleu logs [reference, prediction]) is refused
     (results_file,) = output.rglob("results_*.json")
@@ -150,9 +150,9 @@ def test_metrics_argument_and_the_errors(output: Path, tmp_path: Path) -> None:
         json.dumps({"doc_id": 0, "filter": "none", "metrics": ["bleu"], "bleu": ["a", "b"]}) + "\n"
     )
     bad = r"samples_tiny_bleu_.*:1: doc_id 0: metric 'bleu'.*metrics="
-    with pytest.raises(RewardInputError, match=bad):
+    with pytest.raises(TrialSourceError, match=bad):
         read_lm_eval_samples(copy)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(RewardInputError, match="no lm-eval results"):
+    with pytest.raises(TrialSourceError, match="no lm-eval results"):
         read_lm_eval_samples(empty)

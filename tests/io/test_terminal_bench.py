@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import metrickit as mk
-from metrickit.errors import RewardInputError
+from metrickit.errors import TrialSourceError
 from metrickit.io.terminal_bench import read_terminal_bench
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -110,10 +110,10 @@ def test_errors_name_the_file_and_value(run: Path, tmp_path: Path) -> None:
     results = json.loads((run / "results.json").read_text())
     results["results"][0]["is_resolved"] = "yes"
     (run / "results.json").write_text(json.dumps(results))
-    with pytest.raises(RewardInputError, match=r"results\[0\].*is_resolved is 'yes'"):
+    with pytest.raises(TrialSourceError, match=r"results\[0\].*is_resolved is 'yes'"):
         read_terminal_bench(run)
     (run / "results.json").write_text("{not json")
-    with pytest.raises(RewardInputError, match=r"results.json: not a readable JSON"):
+    with pytest.raises(TrialSourceError, match=r"results.json: not a readable JSON"):
         read_terminal_bench(run)
-    with pytest.raises(RewardInputError, match="not a Terminal-Bench run folder"):
+    with pytest.raises(TrialSourceError, match="not a Terminal-Bench run folder"):
         read_terminal_bench(tmp_path / "nothing")

@@ -13,7 +13,6 @@ The frame itself comes from the shared trial-table builders of
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -28,7 +27,9 @@ from metrickit._core.schema import (
     trials_pandas,
     trials_polars,
 )
-from metrickit.errors import RewardInputError
+from metrickit._core.values import MISSING
+from metrickit.errors import TrialSourceError
+from metrickit.io.jsonl import parse_rows
 
 Backend = Literal["pandas", "polars"]
 
@@ -37,21 +38,6 @@ TAIL: tuple[str, ...] = TRAILING_COLUMNS
 #: every column a reader fills (``_status``, ``has_reward`` and the reward columns come
 #: from the reward dicts)
 ROW_COLUMNS = tuple(c for c in (*META, *TAIL) if c not in ("_status",))
-
-
-def eval_key(agent: str | None, model: str | None, source: str | None) -> str:
-    """Harbor's evaluation key: ``agent__model__source`` (``agent__source`` without a
-    model; source ``adhoc`` when there is none), the rule of ``read_harbor_job``'s ``eval``.
-
-    Examples
-    --------
-    >>> eval_key("generate", "gpt-4o", "gsm8k")
-    'generate__gpt-4o__gsm8k'
-    >>> eval_key("oracle", None, None)
-    'oracle__adhoc'
-    """
-    dataset = source or "adhoc"
-    return f"{agent}__{model}__{dataset}" if model else f"{agent}__{dataset}"
 
 
 def split_model(name: str | None) -> tuple[str | None, str | None]:
@@ -103,68 +89,56 @@ def empty_row() -> dict[str, Any]:
     return dict.fromkeys(ROW_COLUMNS)
 
 
-def _value_kind(value: Any) -> tuple[float, int] | None:
-    if isinstance(value, bool):
-        return (1.0 if value else 0.0), 3
-    if isinstance(value, int | np.integer):
-        if abs(int(value)) > 2**53:
-            return None
-        return float(value), 1
-    if isinstance(value, float | np.floating):
-        if not math.isfinite(float(value)):
-            return None
-        return float(value), 2
-    return None
-
-
 def build_trials(
     rows: Sequence[dict[str, Any]],
     rewards: Sequence[Mapping[str, Any] | None],
     backend: Backend,
     *,
     where: Sequence[str] | None = None,
+    reward_field: str = "rewards",
+    error: type[Exception] = TrialSourceError,
 ) -> Any:
-    """The trial table from one row dict and one reward dict per trial.
+    """The trial table from one row dict and one reward dict per trial, in row order.
 
     ``_status``: ``running``/``invalid`` when the row says so, else ``ok`` (a reward with
     keys), ``empty`` (``{}``) or ``null`` (None). ``has_reward``: the reward dict is not
-    None (unless the row sets it). Zero-fill: within one ``eval`` a key some trial lacks is
-    0 with ``_kind_<key> == "missing"``, as Harbor fills it; a key that no trial of an
-    ``eval`` has is NA (NaN) for that whole evaluation, never 0. ``where`` names each row
-    for error messages (file:line, sample ...).
+    None (unless the row sets it). Reward values follow the reward-file rules (finite
+    numbers or booleans, integers exact in a float64). Zero-fill: within one ``eval`` a key
+    some trial lacks is 0 with ``_kind_<key> == "missing"``, as Harbor fills it; a key that
+    no trial of an ``eval`` has is NA (NaN, still ``missing``) for that whole evaluation,
+    never 0. When no trial has a reward yet there is one ``reward`` column, all missing.
+    ``where`` names each row for error messages (file:line, sample ...), ``reward_field``
+    the field its rewards came from; ``error`` is the exception class raised.
     """
     if backend not in ("pandas", "polars"):
         raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
     n = len(rows)
-    keys = sorted({k for r in rewards if r for k in r})
-    clash = [k for k in keys if k in META or k in TAIL or k.startswith(KIND_PREFIX)]
+    parsed, problems = parse_rows("<trials>", list(rewards))
+    if problems:
+        p = problems[0]
+        label = where[p.line - 1] if where is not None else f"row {p.line}"
+        raise error(f"{label}: {reward_field}: {p.message}")
+    keys = list(parsed.values)
+    values, kinds = parsed.values, parsed.kinds
+    if not keys:
+        # No trial has a reward yet: one all-missing ``reward`` column keeps the frame a
+        # trial table (else every numeric column would look like a reward key).
+        keys = ["reward"]
+        values["reward"] = np.zeros(n, dtype=np.float64)
+        kinds["reward"] = np.zeros(n, dtype=np.uint8)
+    added = {*META, *TAIL}
+    clash = [k for k in keys if k in added or k.startswith(KIND_PREFIX)]
     if clash:
-        raise RewardInputError(
-            f"reward key {clash[0]!r} clashes with a trial-table column of the same name; "
-            "rename the score/metric"
+        label = where[0] if where else "the rewards"
+        raise error(
+            f"reward key {clash[0]!r} (in {label}) clashes with a column of the trial table; "
+            "rename the key at its source (the verifier's reward, the score or metric)"
         )
-    values = {k: np.zeros(n, dtype=np.float64) for k in keys}
-    kinds = {k: np.zeros(n, dtype=np.uint8) for k in keys}
-    status: list[str] = []
-    for i, (row, reward) in enumerate(zip(rows, rewards, strict=True)):
+    status = parsed.status.astype(np.int8)
+    for i, row in enumerate(rows):
         if row.get("_status") in ("running", "invalid"):
-            status.append(row["_status"])
-        else:
-            status.append("null" if reward is None else ("ok" if reward else "empty"))
-        for key, value in (reward or {}).items():
-            checked = _value_kind(value)
-            if checked is None:
-                label = where[i] if where is not None else f"row {i}"
-                raise RewardInputError(
-                    f"{label}: reward {key!r} is {value!r} ({type(value).__name__}); "
-                    "expected a finite number (int, float or bool)"
-                )
-            values[key][i], kinds[key][i] = checked
-    evals = [r.get("eval") for r in rows]
-    for key in keys:
-        present_evals = {e for e, kind in zip(evals, kinds[key], strict=True) if kind}
-        absent = np.fromiter((e not in present_evals for e in evals), dtype=bool, count=n)
-        values[key][absent] = np.nan
+            status[i] = TRIAL_STATUSES.index(row["_status"])
+    _missing_per_evaluation([r.get("eval") for r in rows], values, kinds)
     columns: dict[str, list[Any]] = {c: [r.get(c) for r in rows] for c in ROW_COLUMNS}
     columns["has_reward"] = [
         (rw is not None) if r.get("has_reward") is None else bool(r["has_reward"])
@@ -176,16 +150,38 @@ def build_trials(
     return _frame(columns, status, keys, values, kinds, backend)
 
 
+def _missing_per_evaluation(
+    evals: list[Any], values: dict[str, np.ndarray], kinds: dict[str, np.ndarray]
+) -> None:
+    """NaN for a key in the rows of every evaluation in which no trial has it: Harbor
+    aggregates each evaluation on its own keys, so the key is not a dimension there."""
+    if not evals:
+        return
+    codes, n_evals = _codes(evals)
+    for key in values:
+        has = np.zeros(n_evals, dtype=bool)
+        has[codes[kinds[key] != MISSING]] = True
+        if not has.all():
+            values[key][~has[codes]] = np.nan
+
+
+def _codes(labels: list[Any]) -> tuple[np.ndarray, int]:
+    seen: dict[Any, int] = {}
+    codes = np.fromiter((seen.setdefault(x, len(seen)) for x in labels), dtype=np.int64,
+                        count=len(labels))
+    return codes, len(seen)
+
+
 def _frame(
     columns: dict[str, list[Any]],
-    status: list[str],
+    status: np.ndarray,
     keys: list[str],
     values: dict[str, np.ndarray],
     kinds: dict[str, np.ndarray],
     backend: Backend,
 ) -> Any:
     """The frame, by the shared trial-table builders of :mod:`metrickit._core.schema`."""
-    codes = np.array([TRIAL_STATUSES.index(s) for s in status], dtype=np.int8)
+    codes = status
     # Harbor's n_steps counts the steps of a multi-step trial, 0 for a single-step one; the
     # other formats have no steps: 0 as well (the schema holds no null there)
     columns["n_steps"] = [0 if v is None else v for v in columns["n_steps"]]
