@@ -45,6 +45,7 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check metrickit tests benchmarks
 	$(BIN)/mypy metrickit
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
