@@ -285,6 +285,7 @@ class SpecTuner:
         self.png: bytes = b""
         self._figure: Any = None
         self._artists: dict[str, Any] = {}
+        self._name_regions: list[Any] = []
         self._ipympl = _uses_ipympl()
         self._build_controls(start)
         self._build_layout()
@@ -553,7 +554,8 @@ class SpecTuner:
         high = table["reward_high"].to_numpy(dtype=float)
         in_best = table["best_group"].to_numpy(dtype=bool)
         clear = int(in_best.sum()) == 1
-        short = np.asarray(self.data.short, dtype=object)[table["_slot"].to_numpy()]
+        art["order"] = table["_slot"].to_numpy()
+        short = np.asarray(self.data.short, dtype=object)[art["order"]]
         # Slot k (from the top) shows the candidate ranked k-th.
         for k, (bar, name) in enumerate(zip(art["bars"], art["names"], strict=True)):
             bar.set_width(rewards[k])
@@ -580,8 +582,17 @@ class SpecTuner:
         # background and swap a fast-compressed PNG into the Image widget.
         canvas = fig.canvas
         canvas.restore_region(self._background)
+        # Names are pre-rendered strips, moved to their slot: drawing 50 texts per frame
+        # would cost more than everything else together.
+        step = art["slot_step"]
+        for k, i in enumerate(art["order"]):
+            region = self._name_regions[i]
+            x1, y1, _, _ = region.get_extents()
+            canvas.restore_region(region, xy=(x1, y1 - round(k * step)))
+        names = set(map(id, art["names"]))
         for artist in art["dynamic"]:
-            artist.axes.draw_artist(artist) if artist.axes else fig.draw_artist(artist)
+            if id(artist) not in names:
+                artist.axes.draw_artist(artist) if artist.axes else fig.draw_artist(artist)
         self.png = _png(canvas)
         self._image.value = self.png
 
@@ -599,7 +610,7 @@ class SpecTuner:
         from matplotlib.figure import Figure
 
         n = len(self.groups)
-        height = max(4.2, 0.22 * n + 1.8)
+        height = max(4.2, 0.2 * n + 1.8)
         with plots.style():
             if self._ipympl:
                 with plt.ioff():
@@ -667,6 +678,9 @@ class SpecTuner:
         draw the names as their own texts (their order changes with the ranking)."""
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
+        renderer = fig.canvas.get_renderer()
+        art["names_x0"] = min(t.get_window_extent(renderer).x0
+                              for t in bar_ax.get_yticklabels()) - 2
         bar_ax.set_yticklabels([""] * len(self.groups))
         width_px = bar_ax.get_window_extent().width
         art["title_width"] = max(20, int(width_px / (11 * fig.dpi / 72 * 0.6)))
@@ -675,6 +689,26 @@ class SpecTuner:
                 artist.set_animated(True)
             fig.canvas.draw()  # the static parts, without the moving artists
             self._background = fig.canvas.copy_from_bbox(fig.bbox)
+            self._name_regions = self._render_names(fig, bar_ax, art)
+
+    def _render_names(self, fig: Any, ax: Any, art: dict[str, Any]) -> list[Any]:
+        """Each candidate's name rendered once into the strip left of the top bar."""
+        from matplotlib.transforms import Bbox
+
+        canvas = fig.canvas
+        text = art["names"][0]
+        top, next_down = (ax.transData.transform((0, y))[1] for y in (0, 1))
+        art["slot_step"] = next_down - top  # display pixels from one slot to the next
+        half = abs(art["slot_step"]) / 2
+        strip = Bbox([[art["names_x0"], top - half], [ax.get_window_extent().x0 - 1, top + half]])
+        regions = []
+        for name in self.data.short:
+            canvas.restore_region(self._background)
+            text.set_text(name)
+            ax.draw_artist(text)
+            regions.append(canvas.copy_from_bbox(strip))
+        canvas.restore_region(self._background)
+        return regions
 
     # -- display ---------------------------------------------------------------
 

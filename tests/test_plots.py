@@ -1,6 +1,10 @@
-"""Plots return their Axes and draw what the data says."""
+"""Plots return their Axes, draw what the data says, and read well in a report: one style,
+short labels, units from the data, and no text that overlaps or is cut off, on data shaped
+like a real agent benchmark (tests/benchmark_like.py)."""
 
 from __future__ import annotations
+
+import re
 
 import matplotlib
 
@@ -8,6 +12,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
+from benchmark_like import benchmark_cases, benchmark_trials
+from plot_checks import drawn_texts, outside, overlapping
 
 import metrickit as mk
 from metrickit.report import plots
@@ -17,6 +24,29 @@ def _comparison():
     df = mk.read_rewards([{"r": 1}, {"r": 0}, {"r": 1}, {"r": 1}, {"r": 0.5}, None])
     df["agent"] = ["a", "b", "a", "b", "a", "b"]
     return mk.compare_metrics(df, {"mean": "mean", "strict": mk.pass_rate(1.0)}, by="agent")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return benchmark_cases(seed=0)
+
+
+@pytest.fixture(scope="module")
+def trials():
+    return benchmark_trials(seed=0)
+
+
+@pytest.fixture(scope="module")
+def runs_comparison():
+    runs = mk.examples.load("runs")
+    return mk.compare_metrics(
+        runs, {"harbor mean": "mean", "strict": mk.pass_rate(1.0, key="correctness")},
+        by="_source",
+    )
+
+
+def _clean(fig):
+    return overlapping(fig), outside(fig)
 
 
 def test_metric_intervals_uses_given_axes():
@@ -34,3 +64,175 @@ def test_rank_bump_plots_ranks():
     ax = plots.rank_bump(cmp)
     assert len(ax.get_lines()) == 2  # one line per group
     assert ax.get_ylim()[0] > ax.get_ylim()[1]  # rank 1 at the top
+
+
+def test_every_plot_takes_ax_and_returns_it(cases, trials):
+    cmp = _comparison()
+    calls = [
+        lambda ax: plots.metric_intervals(cmp, ax=ax),
+        lambda ax: plots.rank_bump(cmp, ax=ax),
+        lambda ax: plots.reward_distribution(cases, column="accuracy", ax=ax),
+        lambda ax: plots.candidate_bars(cases, column="accuracy", ax=ax),
+        lambda ax: plots.task_heatmap(trials, by="model", ax=ax),
+    ]
+    for call in calls:
+        _, ax = plt.subplots(layout="constrained")
+        assert call(ax) is ax
+
+
+def test_the_style_applies_inside_and_leaves_rcparams_alone(cases):
+    before = dict(matplotlib.rcParams)
+    ax = plots.candidate_bars(cases, column="accuracy")
+    assert dict(matplotlib.rcParams) == before
+    assert not ax.spines["top"].get_visible() and not ax.spines["right"].get_visible()
+    assert ax.title.get_fontsize() == plots.STYLE["axes.titlesize"]
+    assert ax.get_yticklabels()[0].get_fontsize() == plots.STYLE["ytick.labelsize"]
+    # an Axes made outside the style gets the same look
+    _, own = plt.subplots()
+    plots.candidate_bars(cases, column="accuracy", ax=own)
+    assert not own.spines["top"].get_visible()
+
+
+def test_short_labels():
+    assert plots.short_labels(["/x/runs/flaky.jsonl", "/x/runs/steady.jsonl.gz"]) == [
+        "flaky", "steady"]
+    assert plots.short_labels(["openrouter/a/m1", "openrouter/b/m2"]) == ["a/m1", "b/m2"]
+    # a step that would merge two names is skipped
+    assert plots.short_labels(["a/run.jsonl", "b/run.jsonl"]) == ["a/run.jsonl", "b/run.jsonl"]
+    long = ["openrouter/qwen/qwen3-coder-480b-a35b-instruct", "openrouter/openai/gpt-5"]
+    short = plots.short_labels(long)
+    assert len(short[0]) == 28 and short[0].startswith("qwen/") and short[0].endswith("instruct")
+    assert "…" in short[0] and short[1] == "openai/gpt-5"
+
+
+@pytest.mark.parametrize(
+    ("values", "label", "scale"),
+    [([250, 800], "latency (ms)", 1.0), ([1_500, 40_000], "latency (s)", 1e3),
+     ([360_000, 1_320_000], "latency (min)", 6e4), ([9e6, 2e7], "latency (h)", 3.6e6)],
+)
+def test_time_units_follow_the_data(values, label, scale):
+    unit = plots.unit_for("latency_ms", values)
+    assert (unit.label, unit.scale) == (label, scale)
+    assert unit(values)[0] == pytest.approx(values[0] / scale)
+
+
+def test_money_keeps_the_digits_that_matter():
+    unit = plots.unit_for("cost_usd")
+    assert [unit.format(v) for v in (0.0, 0.012, 0.25, 1.5, 250.0)] == [
+        "$0", "$0.012", "$0.25", "$1.50", "$250"]
+
+
+def test_tradeoff_reads_minutes_and_dollars_without_offsets(cases):
+    ax = plots.tradeoff(cases)
+    fig = ax.figure
+    fig.canvas.draw()
+    assert ax.get_xlabel().startswith("latency (min)")
+    assert ax.xaxis.get_offset_text().get_text() == ""
+    ticks = [float(t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
+    assert min(ticks) >= 5 and max(ticks) <= 30  # minutes, not 1e6 ms
+    colourbar = fig.axes[-1]
+    money = [t.get_text() for t in colourbar.get_yticklabels() if t.get_text()]
+    assert money and all(t.startswith("$") for t in money)
+    # every candidate is named, without the shared openrouter/ prefix
+    names = [t.get_text() for t in ax.texts if t.get_text()]
+    assert len(names) == cases["candidate"].nunique()
+    assert not any(n.startswith("openrouter/") for n in names)
+    assert "task-clustered" in ax.get_title(loc="left") and "95% CI" in ax.get_title(loc="left")
+
+
+@pytest.mark.slow
+def test_no_plot_has_overlapping_or_cut_off_text(cases, trials, runs_comparison):
+    figures = {}
+    figures["tradeoff"] = plots.tradeoff(cases).figure
+    best = cases.groupby("candidate")["accuracy"].mean().idxmax()
+    figures["tradeoff best"] = plots.tradeoff(cases, highlight=best).figure
+    figures["reward_distribution"] = plots.reward_distribution(cases, column="latency_ms").figure
+    figures["candidate_bars"] = plots.candidate_bars(cases, column="accuracy").figure
+    figures["task_heatmap"] = plots.task_heatmap(trials, by="model").figure
+    figures["summary"] = plots.summary(trials)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
+    plots.metric_intervals(runs_comparison, ax=axes[0])
+    plots.rank_bump(runs_comparison, ax=axes[1])
+    figures["compare_metrics"] = fig
+    for name, figure in figures.items():
+        assert _clean(figure) == ([], []), name
+
+
+def test_best_label_does_not_touch_its_star(cases):
+    best = cases.groupby("candidate")["accuracy"].mean().idxmax()
+    ax = plots.tradeoff(cases, highlight=best)
+    star = next(c for c in ax.collections if c.get_label() == "best")
+    (x, y), = star.get_offsets()
+    fig = ax.figure
+    texts = drawn_texts(fig)
+    cx, cy = ax.transData.transform((x, y))
+    radius = np.sqrt(320) / 2 * fig.dpi / 72
+    for t in texts:
+        if t.artist.axes is ax and t.artist in ax.texts:
+            b = t.box
+            assert not (b.x0 < cx + radius and b.x1 > cx - radius
+                        and b.y0 < cy + radius and b.y1 > cy - radius), t.text
+
+
+def test_distribution_legend_sits_outside_the_boxes(cases):
+    ax = plots.reward_distribution(cases, column="accuracy")
+    fig = ax.figure
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1 - 1
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    means = cases.groupby("candidate", sort=False)["accuracy"].mean()
+    order = plots.short_labels(list(means.sort_values(kind="stable").index))
+    assert labels == order  # highest mean at the top
+
+
+def test_titles_say_what_was_computed_without_doubled_brackets(runs_comparison, cases):
+    ax = plots.metric_intervals(runs_comparison)
+    title = ax.get_title(loc="left")
+    assert "95% CI" in title and "Wilson" in title
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["flaky", "spiky", "steady"]
+    for text in drawn_texts(ax.figure):
+        assert not re.search(r"\)\s*\(", text.text), text.text
+    bars = plots.candidate_bars(cases, column="accuracy")
+    assert "clustered" in bars.get_title(loc="left") and "95% CI" in bars.get_title(loc="left")
+
+
+def test_candidate_bars_are_sorted_with_ties_in_gold(cases):
+    ax = plots.candidate_bars(cases, column="accuracy")
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == sorted(widths, reverse=True)
+    means = cases.groupby("candidate")["accuracy"].mean().sort_values(ascending=False)
+    assert widths == pytest.approx(means.to_list())
+    colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}
+    assert colours <= {plots.BEST.lower(), plots.TIED.lower(), plots.NEUTRAL.lower()}
+    first = matplotlib.colors.to_hex(ax.patches[0].get_facecolor())
+    assert first in (plots.BEST.lower(), plots.TIED.lower())
+
+
+def test_heatmap_greys_unmeasured_cells_and_sorts_tasks(trials):
+    holed = trials.copy()
+    holed.loc[holed["model"] == holed["model"].iloc[0], "reward"] = np.nan
+    ax = plots.task_heatmap(holed, by="model")
+    image = ax.get_images()[0]
+    values = image.get_array()
+    assert np.ma.getmaskarray(values).any()  # NaN cells stay masked, drawn in the 'bad' grey
+    assert image.get_cmap().get_bad()[:3] == pytest.approx((0.85, 0.85, 0.85))
+    row_means = np.nanmean(np.ma.filled(values.astype(float), np.nan), axis=1)
+    assert np.all(np.diff(row_means) <= 1e-12)  # easiest task first
+
+
+@pytest.mark.slow
+def test_summary_draws_the_overview(trials):
+    fig = plots.summary(trials)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert any(t.startswith("Mean reward per model") for t in titles)
+    assert any(t.startswith("Reward vs time per trial (min)") for t in titles)
+    assert any(t.startswith("Mean reward per task and model") for t in titles)
+    assert len(fig.axes) == 5  # three panels and two colourbars
+
+
+def test_summary_without_a_candidate_column_says_what_to_pass():
+    import pandas as pd
+
+    with pytest.raises(mk.MetrickitError, match="pass by="):
+        plots.summary(pd.DataFrame({"task_name": ["t"], "reward": [1.0]}))

@@ -182,7 +182,8 @@ def _stem(text: str) -> str:
 def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str]:
     """Short, still distinct, display names for candidates.
 
-    File paths (``…/runs/steady.jsonl``) become their stems, a prefix every name shares up
+    File names (``…/runs/steady.jsonl``: every name ends in a data-file suffix such as
+    ``.jsonl``) become their stems, a prefix every name shares up
     to a ``/`` (``openrouter/``) is dropped, and names longer than ``width`` characters keep
     their start and end around an ellipsis. A step that would make two names equal is
     skipped.
@@ -199,7 +200,7 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     def distinct(candidate: list[str]) -> bool:
         return len(set(candidate)) == len(set(labels)) and all(candidate)
 
-    if any("/" in s or "\\" in s or s.lower().endswith(_FILE_SUFFIXES) for s in labels):
+    if all(s.lower().endswith(_FILE_SUFFIXES) for s in labels):
         stems = [_stem(s) for s in labels]
         if distinct(stems):
             labels = stems
