@@ -142,9 +142,47 @@ def to_frame(parts: list[Parsed], *, backend: Backend = "pandas") -> Any:
         source = parts[0].source if len({p.source for p in parts}) == 1 else "the input"
         check_filled(source, sum(p.n for p in parts), len(names), cells)
     keys, cols = merge_parts(parts)
+    return reward_frame(keys, cols, backend)
+
+
+def reward_frame(keys: list[str], cols: dict[str, Any], backend: Backend = "pandas") -> Any:
+    """The reward frame of column arrays: ``sources`` (names) and ``source_codes``,
+    ``lines``, ``status`` codes, and per key ``values`` and ``kinds`` codes."""
     if backend == "polars":
         return _to_polars(keys, cols)
     return _to_pandas(keys, cols)
+
+
+def piece_columns(parsed: Parsed, keys: list[str], sources: list[str]) -> dict[str, Any]:
+    """The column arrays of one parsed piece of a file that is read piece by piece (a scan,
+    a Dask partition): its own keys widened to the file's ``keys`` (a key absent from the
+    piece is a filled 0, ``missing``), its source coded among all ``sources``."""
+    n = parsed.n
+    zeros = np.zeros(n, dtype=np.float64)
+    missing = np.zeros(n, dtype=np.uint8)
+    code = sources.index(parsed.source) if parsed.source in sources else 0
+    return {
+        "sources": sources,
+        "source_codes": np.full(n, code, dtype=np.int32),
+        "lines": parsed.lines.astype(np.int64, copy=False),
+        "status": parsed.status,
+        "values": {key: parsed.values.get(key, zeros) for key in keys},
+        "kinds": {key: parsed.kinds.get(key, missing) for key in keys},
+    }
+
+
+def polars_reward_schema(keys: list[str], sources: Sequence[str]) -> dict[str, Any]:
+    """The polars schema of a reward frame with these keys and source names."""
+    import polars as pl
+
+    schema: dict[str, Any] = {
+        "_source": pl.Enum(list(sources)),
+        "_line": pl.Int64,
+        "_status": pl.Enum(list(STATUSES)),
+    }
+    schema.update({key: pl.Float64 for key in keys})
+    schema.update({KIND_PREFIX + key: pl.Enum(list(KINDS)) for key in keys})
+    return schema
 
 
 
@@ -225,9 +263,7 @@ def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
     if refused:
         raise RewardFileError(refused)
     if not cols["sources"]:  # no input at all (so no keys either): nothing to gather
-        return pl.DataFrame(
-            schema={"_source": pl.Enum([]), "_line": pl.Int64, "_status": pl.Enum(STATUSES)}
-        )
+        return pl.DataFrame(schema=polars_reward_schema([], []))
     # The numpy columns as they are (codes included), then one select that turns every
     # code column into its Enum by a gather on the categories: polars runs them in
     # parallel, ~4x faster than one Series at a time.

@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from metrickit._core.schema import Parsed, check_names, string_dtype
-from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
+from metrickit._core.schema import Parsed, check_names, piece_columns, reward_frame
 from metrickit.errors import Problem, RewardFileError
 from metrickit.io.jsonl import raise_message
 from metrickit.io.sources import expand_paths, looks_like_text
@@ -134,27 +133,7 @@ def _survey(block: Block) -> tuple[list[str], int, list[Problem]]:
 
 
 def _pandas_frame(parsed: Parsed, keys: list[str], sources: list[str]) -> Any:
-    import pandas as pd
-
-    n = parsed.n
-    source_code = sources.index(parsed.source) if parsed.source in sources else 0
-    data: dict[str, Any] = {
-        "_source": pd.Categorical.from_codes(
-            np.full(n, source_code, dtype=np.int32),
-            categories=pd.Index(sources, dtype=string_dtype(sources)),
-        ),
-        "_line": parsed.lines.astype(np.int64, copy=False),
-        "_status": pd.Categorical.from_codes(parsed.status, categories=pd.Index(list(STATUSES))),
-    }
-    zeros = np.zeros(n, dtype=np.float64)
-    missing = np.zeros(n, dtype=np.uint8)
-    for key in keys:
-        data[key] = parsed.values.get(key, zeros)
-    for key in keys:
-        data[KIND_PREFIX + key] = pd.Categorical.from_codes(
-            parsed.kinds.get(key, missing), categories=pd.Index(list(KINDS))
-        )
-    return pd.DataFrame(data, copy=False)
+    return reward_frame(keys, piece_columns(parsed, keys, sources), "pandas")
 
 
 def _load_block(job: tuple[Block, int], keys: list[str], sources: list[str]) -> Any:

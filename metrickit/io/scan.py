@@ -27,8 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from metrickit._core.schema import Parsed, check_names, not_utf8_label, polars_enum, printable
-from metrickit._core.values import KIND_PREFIX, KINDS, STATUSES
+from metrickit._core.schema import (
+    Parsed,
+    check_names,
+    not_utf8_label,
+    piece_columns,
+    polars_reward_schema,
+    printable,
+    reward_frame,
+)
 from metrickit.errors import Problem, RewardFileError
 from metrickit.io.jsonl import parse_bytes, parse_slow, raise_message
 from metrickit.io.sources import BOM, expand_paths, iter_blocks
@@ -202,7 +209,6 @@ class ScanSpec:
     def schema(
         self, keys: list[str] | None = None, names: list[str] | None = None
     ) -> dict[str, Any]:
-        import polars as pl
 
         if names is None:
             # a path that is not UTF-8 cannot be a polars string (aggregate(scan) needs none)
@@ -210,38 +216,11 @@ class ScanSpec:
             if refused:
                 raise RewardFileError(refused)
         keys = self.keys() if keys is None else keys
-        schema: dict[str, Any] = {
-            "_source": pl.Enum(self.names if names is None else names),
-            "_line": pl.Int64,
-            "_status": pl.Enum(list(STATUSES)),
-        }
-        schema.update({key: pl.Float64 for key in keys})
-        schema.update({KIND_PREFIX + key: pl.Enum(list(KINDS)) for key in keys})
-        return schema
+        return polars_reward_schema(keys, self.names if names is None else names)
 
     def polars_frame(self, parsed: Parsed, keys: list[str]) -> pl.DataFrame:
         """One piece as a frame with the scan's full schema (absent keys zero-filled)."""
-        import polars as pl
-
-        n = parsed.n
-        source_enum = pl.Enum(self.names)
-        columns: dict[str, pl.Series] = {
-            "_source": pl.Series("_source", [parsed.source], dtype=source_enum).extend_constant(
-                parsed.source, n - 1
-            )
-            if n
-            else pl.Series("_source", [], dtype=source_enum),
-            "_line": pl.Series("_line", parsed.lines, dtype=pl.Int64),
-            "_status": polars_enum(parsed.status, STATUSES).alias("_status"),
-        }
-        zeros = np.zeros(n, dtype=np.float64)
-        missing = np.zeros(n, dtype=np.uint8)
-        for key in keys:
-            columns[key] = pl.Series(key, parsed.values.get(key, zeros), dtype=pl.Float64)
-        for key in keys:
-            name = KIND_PREFIX + key
-            columns[name] = polars_enum(parsed.kinds.get(key, missing), KINDS).alias(name)
-        return pl.DataFrame(columns)
+        return reward_frame(keys, piece_columns(parsed, keys, list(self.names)), "polars")
 
 
 def _check_known_keys(parsed: Parsed, keys: list[str]) -> None:
