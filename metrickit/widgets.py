@@ -1,7 +1,9 @@
 """Live REWARD_SPEC tuning in Jupyter (ipywidgets).
 
-:func:`tune_spec` shows sliders for the three weights, log sliders for the speed and
-cost references, an accuracy-reference toggle and a shape menu. Every change recomputes
+:func:`tune_spec` shows sliders for the three weights, sliders of readable values (1, 1.2,
+1.5, 2, 2.5, 3, 4, 5, 6, 7, 8 per power of ten) for the speed and cost references, an
+accuracy-reference toggle and a shape menu; every control has the same width.
+Every change recomputes
 the composite reward of every case with the spec's own vectorised scoring
 (:meth:`RewardSpec.score_arrays`, the core of :meth:`RewardSpec.score_frame`), ranks
 the candidates, redraws the plots and shows the ``REWARD_SPEC`` literal to paste into a
@@ -767,8 +769,11 @@ def tune_spec(
         measured latency (ms) and cost (USD) columns (NaN where not measured: that part
         scores 0, as the service does).
     spec
-        Starting REWARD_SPEC (dict or :class:`RewardSpec`); by default the example in
-        ``docs/contracts.md`` (section 3).
+        Starting REWARD_SPEC (dict or :class:`RewardSpec`). By default the weights of the
+        example in ``docs/contracts.md`` (section 3) with speed and cost references taken
+        from the data: the median over candidates of their mean latency and cost (two
+        significant digits), so the speed and cost parts separate the candidates whether
+        they take 300 ms or 20 minutes. The UI and the literal say where each came from.
     cluster
         The task (case) column: the reward intervals cluster by it and ties come from
         resampling it. ``"auto"`` takes ``case_id``, ``task_name``, ``task``, ... when
@@ -779,7 +784,12 @@ def tune_spec(
     Returns
     -------
     SpecTuner
-        Display it in a notebook; read ``.spec`` and ``.ranking`` at any time.
+        Display it in a notebook; read ``.spec`` and ``.ranking`` at any time. The
+        ``REWARD_SPEC`` literal shows each number exactly as its slider does; with all
+        weights at 0 the message, the normalised weights and the literal (marked "not valid
+        yet") all show that state. The bars are in rank order, best at the top, gold when
+        tied for best; the trade-off's Pareto front minimises accuracy when "accuracy is an
+        error" is ticked.
     """
     return SpecTuner(
         frame, spec, by=by, accuracy=accuracy, latency=latency, cost=cost, cluster=cluster,
