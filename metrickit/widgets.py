@@ -2,11 +2,10 @@
 
 :func:`tune_spec` shows sliders for the three weights, sliders of readable values (1, 1.2,
 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8 per power of ten) for the speed and cost references, an
-accuracy-reference toggle and a shape menu; every control has the same width.
-Every change recomputes
-the composite reward of every case with the spec's own vectorised scoring
-(:meth:`RewardSpec.score_arrays`, the core of :meth:`RewardSpec.score_frame`), ranks
-the candidates, redraws the plots and shows the ``REWARD_SPEC`` literal to paste into a
+accuracy-reference toggle and a shape menu; every control has the same width. Every change
+recomputes the composite reward of every case with the spec's own vectorised scoring
+(:meth:`RewardSpec.score_arrays`, the core of :meth:`RewardSpec.score_frame`), ranks the
+candidates, redraws the plots and shows the ``REWARD_SPEC`` literal to paste into a
 ``metric.py``.
 
 The plotting is :mod:`metrickit.report.plots`; this module only wires widgets to it.
