@@ -167,70 +167,25 @@ def pass_at_k(
     import narwhals as nw
     import pandas as pd
 
-    from metrickit._core.frame import group_indices, reward_arrays, rows_for_policy
+    from metrickit._core.frame import group_indices, rows_for_policy
 
     rows = rows_for_policy(trials, policy)
     nf = nw.from_native(rows, eager_only=True)
     if task not in nf.columns:
         raise StatsError(f"task={task!r} is not a column; columns are {list(nf.columns)}")
-    extra: list[Any] = []
-    if isinstance(k, Sequence) and not isinstance(k, str):
-        extra = list(k)
-    elif k is not None:
-        extra = [k]
-    for kk in extra:
-        if not isinstance(kk, int) or isinstance(kk, bool) or kk < 1:
-            raise StatsError(f"k={kk!r}; expected positive integers")
-    n_rows = len(nf)
-    keys, values, _, present = reward_arrays(rows) if n_rows else ([], {}, {}, {})
-    n_keys = np.zeros(n_rows, dtype=np.int64)
-    first = np.zeros(n_rows, dtype=np.float64)
-    for key in keys:
-        here = present[key]
-        first = np.where(here & (n_keys == 0), values[key], first)
-        n_keys += here
-    status = nf.get_column("_status").cast(nw.String).to_numpy() if n_rows else np.array([])
-    names = nf.get_column("trial_name").to_list() if "trial_name" in nf.columns else None
-    tasks = nf.get_column(task).to_list()
-    if value is not None:
-        if value not in keys:
-            raise StatsError(f"value={value!r} is not a reward column; reward columns: {keys}")
-        chosen = values[value]
-        # NA: the key is absent from the trial's whole evaluation (not a failure)
-        chosen_na = np.isnan(nf.get_column(value).to_numpy().astype(np.float64))
-    groups = group_indices(rows, by) if n_rows else {}
-
+    extra = _extra_k(k)
+    trial = _Trials.of(rows, task, value)
+    groups = group_indices(rows, by) if len(nf) else {}
     harbor: dict[Any, dict[int, float]] = {}
     skipped: dict[Any, str] = {}
     notes: list[str] = []
     table_rows: list[dict[str, Any]] = []
     detail_rows: list[dict[str, Any]] = []
     for label, idx in groups.items():
-        reason = None
-        for i in idx:
-            who = f"trial {names[i]!r}" if names else f"row {i}"
-            if status[i] == "null":
-                continue  # no reward: a failure under 0.25 (0.26 rows were filtered above)
-            if n_keys[i] != 1:
-                shown = [kk for kk in keys if present[kk][i]]
-                reason = (
-                    f"{who} has {n_keys[i]} reward keys {shown}; Harbor's pass@k needs exactly "
-                    "one key with 0/1 values"
-                )
-                break
-            if first[i] not in (0.0, 1.0):
-                reason = f"{who} has reward {float(first[i])!r}; Harbor's pass@k needs 0 or 1"
-                break
-        outcome: dict[Any, list[int]] = {}
+        reason = trial.harbor_problem(idx)
         if reason is None:
-            for i in idx:
-                ok = status[i] != "null" and first[i] == 1.0
-                outcome.setdefault(tasks[i], []).append(int(ok))
-            n_min = min(len(v) for v in outcome.values())
-            harbor[label] = {
-                kk: _mean([_pass_at_k_task(len(v), sum(v), kk) for v in outcome.values()])
-                for kk in harbor_k_values(n_min)
-            }
+            outcome = trial.by_task(idx, (trial.status != "null") & (trial.first == 1.0))
+            harbor[label] = _harbor_values(outcome)
         else:
             harbor[label] = {}
             skipped[label] = reason
@@ -240,72 +195,16 @@ def pass_at_k(
                 )
         # The table and detail: Harbor's outcomes, or the chosen column.
         if value is not None:
-            n_na = int(chosen_na[idx].sum())
-            if n_na == len(idx):
-                notes.append(
-                    f"{label!r}: {value!r} is missing (NA) for every trial, its evaluation has "
-                    "no such key; no table rows"
-                )
+            chosen = trial.chosen_outcome(label, idx, value, notes)
+            if chosen is None:
                 continue
-            if n_na:
-                notes.append(
-                    f"{label!r}: {n_na} trial(s) without {value!r} (missing from their "
-                    "evaluation) left out"
-                )
-                idx = idx[~chosen_na[idx]]
-            bad = [i for i in idx if chosen[i] not in (0.0, 1.0)]
-            if bad:
-                notes.append(
-                    f"{label!r}: value {value!r} is {float(chosen[bad[0]])!r} for a trial; pass@k "
-                    "needs 0/1, so no table rows for this evaluation"
-                )
-                continue
-            outcome = {}
-            for i in idx:
-                outcome.setdefault(tasks[i], []).append(int(chosen[i] == 1.0))
+            outcome = chosen
         elif reason is not None:
             continue
-        n_min = min(len(v) for v in outcome.values())
-        ks = sorted({1, *harbor_k_values(n_min), *extra})
-        too_big = [kk for kk in ks if kk > n_min]
-        if too_big:
-            msg = (
-                f"{label!r}: k={too_big} exceeds the fewest trials of a task ({n_min}); "
-                "pass@k is undefined there (NaN)"
-            )
-            notes.append(msg)
-            warnings.warn(PassAtKSkipped(msg), stacklevel=2)
-        per_task: dict[int, list[float]] = {}
-        per_task_hat: dict[int, list[float]] = {}
-        for kk in ks:
-            per_task[kk] = [
-                _pass_at_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
-                for v in outcome.values()
-            ]
-            per_task_hat[kk] = [
-                _pass_hat_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
-                for v in outcome.values()
-            ]
-        reported = set(harbor.get(label, {}))
-        for kk in ks:
-            table_rows.append(
-                {
-                    "group": label,
-                    "k": kk,
-                    "pass_at_k": math.nan if kk > n_min else _mean(per_task[kk]),
-                    "pass_hat_k": math.nan if kk > n_min else _mean(per_task_hat[kk]),
-                    "n_tasks": len(outcome),
-                    "min_trials": n_min,
-                    "harbor": kk in reported and value is None,
-                }
-            )
-        for j, (name, v) in enumerate(outcome.items()):
-            row: dict[str, Any] = {"group": label, task: name, "n": len(v), "c": sum(v)}
-            for kk in ks:
-                row[f"pass@{kk}"] = per_task[kk][j]
-            for kk in ks:
-                row[f"pass^{kk}"] = per_task_hat[kk][j]
-            detail_rows.append(row)
+        reported = set(harbor[label]) if value is None else set()
+        rows_here, details = _rows(label, outcome, extra, reported, task, notes)
+        table_rows += rows_here
+        detail_rows += details
 
     by_name = by if isinstance(by, str) else "group"
     table = pd.DataFrame(
@@ -319,6 +218,171 @@ def pass_at_k(
     if running:
         notes.append(f"{running} running trial(s) not counted (no result yet)")
     return PassAtK(harbor=harbor, table=table, detail=detail, skipped=skipped, notes=notes)
+
+
+def _extra_k(k: int | Sequence[int] | None) -> list[int]:
+    extra: list[Any] = []
+    if isinstance(k, Sequence) and not isinstance(k, str):
+        extra = list(k)
+    elif k is not None:
+        extra = [k]
+    for kk in extra:
+        if not isinstance(kk, int) or isinstance(kk, bool) or kk < 1:
+            raise StatsError(f"k={kk!r}; expected positive integers")
+    return extra
+
+
+@dataclass
+class _Trials:
+    """What pass@k reads of each trial: Harbor's single-key outcome and, with ``value=``,
+    the chosen column (NaN where the key is missing from the trial's evaluation)."""
+
+    keys: list[str]
+    present: dict[str, np.ndarray]
+    n_keys: np.ndarray  # reward keys the trial has
+    first: np.ndarray  # the value of its first key
+    status: np.ndarray
+    names: list[Any] | None
+    tasks: list[Any]
+    chosen: np.ndarray | None
+
+    @classmethod
+    def of(cls, rows: Any, task: str, value: str | None) -> _Trials:
+        import narwhals as nw
+
+        from metrickit._core.frame import reward_arrays
+
+        nf = nw.from_native(rows, eager_only=True)
+        n = len(nf)
+        keys, values, _, present = reward_arrays(rows) if n else ([], {}, {}, {})
+        n_keys = np.zeros(n, dtype=np.int64)
+        first = np.zeros(n, dtype=np.float64)
+        for key in keys:
+            first = np.where(present[key] & (n_keys == 0), values[key], first)
+            n_keys += present[key]
+        chosen = None
+        if value is not None:
+            if value not in keys:
+                raise StatsError(
+                    f"value={value!r} is not a reward column; reward columns: {keys}"
+                )
+            raw = nf.get_column(value).to_numpy().astype(np.float64)
+            chosen = np.where(np.isnan(raw), np.nan, values[value])
+        return cls(
+            keys=keys,
+            present=present,
+            n_keys=n_keys,
+            first=first,
+            status=nf.get_column("_status").cast(nw.String).to_numpy() if n else np.array([]),
+            names=nf.get_column("trial_name").to_list() if "trial_name" in nf.columns else None,
+            tasks=nf.get_column(task).to_list(),
+            chosen=chosen,
+        )
+
+    def harbor_problem(self, idx: np.ndarray) -> str | None:
+        """Why Harbor skips this group's pass@k (a trial with other than one 0/1 key)."""
+        for i in idx:
+            who = f"trial {self.names[i]!r}" if self.names else f"row {i}"
+            if self.status[i] == "null":
+                continue  # no reward: a failure under 0.25 (0.26 rows were filtered before)
+            if self.n_keys[i] != 1:
+                shown = [k for k in self.keys if self.present[k][i]]
+                return (
+                    f"{who} has {self.n_keys[i]} reward keys {shown}; Harbor's pass@k needs "
+                    "exactly one key with 0/1 values"
+                )
+            if self.first[i] not in (0.0, 1.0):
+                return f"{who} has reward {float(self.first[i])!r}; Harbor's pass@k needs 0 or 1"
+        return None
+
+    def by_task(self, idx: np.ndarray, success: np.ndarray) -> dict[Any, list[int]]:
+        """Each task's outcomes (1 success, 0 failure) in row order."""
+        outcome: dict[Any, list[int]] = {}
+        for i in idx:
+            outcome.setdefault(self.tasks[i], []).append(int(success[i]))
+        return outcome
+
+    def chosen_outcome(
+        self, label: Any, idx: np.ndarray, value: str, notes: list[str]
+    ) -> dict[Any, list[int]] | None:
+        """Outcomes from the ``value`` column, or None (with a note) when it cannot give
+        them: missing from the evaluation, or not 0/1."""
+        assert self.chosen is not None
+        missing = np.isnan(self.chosen[idx])
+        if missing.all():
+            notes.append(
+                f"{label!r}: {value!r} is missing (NA) for every trial, its evaluation has "
+                "no such key; no table rows"
+            )
+            return None
+        if missing.any():
+            notes.append(
+                f"{label!r}: {int(missing.sum())} trial(s) without {value!r} (missing from "
+                "their evaluation) left out"
+            )
+            idx = idx[~missing]
+        bad = [i for i in idx if self.chosen[i] not in (0.0, 1.0)]
+        if bad:
+            notes.append(
+                f"{label!r}: value {value!r} is {float(self.chosen[bad[0]])!r} for a trial; "
+                "pass@k needs 0/1, so no table rows for this evaluation"
+            )
+            return None
+        return self.by_task(idx, self.chosen == 1.0)
+
+
+def _harbor_values(outcome: dict[Any, list[int]]) -> dict[int, float]:
+    """Harbor's ``pass_at_k`` of one evaluation: the k it reports, each task's estimate
+    averaged over tasks."""
+    n_min = min(len(v) for v in outcome.values())
+    return {
+        k: _mean([_pass_at_k_task(len(v), sum(v), k) for v in outcome.values()])
+        for k in harbor_k_values(n_min)
+    }
+
+
+def _rows(
+    label: Any,
+    outcome: dict[Any, list[int]],
+    extra: list[int],
+    reported: set[int],
+    task: str,
+    notes: list[str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One group's table rows (one per k) and detail rows (one per task)."""
+    n_min = min(len(v) for v in outcome.values())
+    ks = sorted({1, *harbor_k_values(n_min), *extra})
+    too_big = [kk for kk in ks if kk > n_min]
+    if too_big:
+        msg = (
+            f"{label!r}: k={too_big} exceeds the fewest trials of a task ({n_min}); "
+            "pass@k is undefined there (NaN)"
+        )
+        notes.append(msg)
+        warnings.warn(PassAtKSkipped(msg), stacklevel=3)
+    at_k = {kk: [_pass_at_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
+                 for v in outcome.values()] for kk in ks}
+    hat_k = {kk: [_pass_hat_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
+                  for v in outcome.values()] for kk in ks}
+    table = [
+        {
+            "group": label,
+            "k": kk,
+            "pass_at_k": math.nan if kk > n_min else _mean(at_k[kk]),
+            "pass_hat_k": math.nan if kk > n_min else _mean(hat_k[kk]),
+            "n_tasks": len(outcome),
+            "min_trials": n_min,
+            "harbor": kk in reported,
+        }
+        for kk in ks
+    ]
+    detail = []
+    for j, (name, v) in enumerate(outcome.items()):
+        row: dict[str, Any] = {"group": label, task: name, "n": len(v), "c": sum(v)}
+        row.update({f"pass@{kk}": at_k[kk][j] for kk in ks})
+        row.update({f"pass^{kk}": hat_k[kk][j] for kk in ks})
+        detail.append(row)
+    return table, detail
 
 
 def _count_running(trials: Any) -> int:
