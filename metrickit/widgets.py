@@ -120,6 +120,23 @@ class _TunerData:
                 "tune_spec: the frame has no rows; it needs one row per case with a "
                 f"{by!r} column and the accuracy, latency and cost columns"
             )
+        # A case whose accuracy is missing (NA: the key is absent from its evaluation)
+        # cannot be scored; it is left out and the message says so, never scored as 0.
+        scored = ~np.isnan(nf.get_column(accuracy).cast(nw.Float64).to_numpy())
+        self.note = ""
+        if not scored.all():
+            all_labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
+            gone = sorted({str(g) for g in all_labels[~scored]} - {
+                str(g) for g in all_labels[scored]})
+            if not scored.any():
+                raise MetrickitError(
+                    f"tune_spec: {accuracy!r} is missing (NA) in every row; no case can be "
+                    "scored (pass accuracy= a column the candidates have)"
+                )
+            self.note = f"{int((~scored).sum())} case(s) without {accuracy!r} left out" + (
+                f"; no {accuracy!r} at all for {', '.join(gone)}" if gone else "")
+            nf = nf[np.flatnonzero(scored)]
+            frame = nf.to_native()
         labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
         self.codes, groups = group_codes(labels, by)
         self.groups = [str(g) for g in groups]
@@ -494,7 +511,8 @@ class SpecTuner:
             note = f" ({self._notes[part]})" if part in self._notes else ""
             refs.append(f"{part}: {_num(value)} {unit} = {_human(value, unit)}{note}")
         self.references.value = "<small>" + html.escape("; ".join(refs)) + "</small>"
-        self.message.value = f"<b>{html.escape(self.verdict)}</b>"
+        self.message.value = f"<b>{html.escape(self.verdict)}</b>" + (
+            f"<br><small>{html.escape(self.data.note)}</small>" if self.data.note else "")
         shown = table.head(15)[
             [
                 self.by,

@@ -88,3 +88,31 @@ def test_compare_metrics_has_no_row_for_a_key_an_evaluation_lacks():
     table = mk.compare_metrics(t, ["mean"], by="eval").table
     assert set(table.loc[table["group"] == "c", "metric"]) == {"mean"}
     assert set(table.loc[table["group"] == "a", "metric"]) == {"mean[correct]", "mean[reward]"}
+
+
+def test_task_heatmap_leaves_missing_cells_blank():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, t = _table()
+    ax = mk.plots.task_heatmap(t, by="eval", value="correct")
+    cells = ax.images[0].get_array()
+    columns = [label.get_text() for label in ax.get_xticklabels()]
+    masked = np.ma.getmaskarray(cells)
+    assert masked[:, columns.index("c")].all()  # drawn as "not measured", not as 0
+    assert not masked[:, columns.index("a")].any()
+    plt.close(ax.figure)
+
+
+def test_the_tuner_leaves_unscored_cases_out_and_says_so():
+    pytest.importorskip("ipywidgets")
+    _, t = _table()
+    cases = t.assign(candidate=t["eval"], accuracy=t["correct"], latency_ms=100.0,
+                     cost_usd=0.01)
+    tuner = mk.widgets.tune_spec(cases, by="candidate", accuracy="accuracy")
+    assert set(tuner.ranking["candidate"]) == {"a", "b"}
+    assert "no 'accuracy' at all for c" in tuner.message.value.replace("&#x27;", "'")
+    with pytest.raises(mk.MetrickitError, match=r"missing \(NA\) in every row"):
+        mk.widgets.tune_spec(cases[cases["eval"] == "c"], by="candidate", accuracy="accuracy")
