@@ -1233,7 +1233,7 @@ def breakdown(
     # NA: the key is absent from a trial's whole evaluation; such trials carry no value
     n_na = np.bincount(codes, weights=np.isnan(x) & done, minlength=n_groups).astype(int)
     group_notes = list(stats_cols["note"])
-    for i in np.flatnonzero(n_na):
+    for i in np.flatnonzero(n_na).tolist():
         if n_na[i] == n_done[i]:
             group_notes[i] = f"{column!r} is missing (NA): no trial here has that reward key"
         else:
