@@ -934,7 +934,8 @@ def compare_runs(
     by
         Column that tells the runs apart (``"agent"``, ``"model"``, ``"eval"``, ``"job"``).
     task
-        Column that pairs them.
+        Column that pairs them. ``task_name`` pairs within a ``source`` when the table
+        holds several (the label is then ``source/task_name``).
     value
         Reward column; default the table's only reward key. Trials without a reward count
         as 0 (Harbor 0.25's rule); running trials are left out and counted in ``notes``.
@@ -977,6 +978,7 @@ def compare_runs(
     if n_missing:
         df = df[~missing]
         labels = df[by]
+    df = df.assign(**{task: task_labels(df, task).to_numpy()})  # source/task when needed
     da = df[labels == a]
     db = df[labels == b]
     mean_a = da.groupby(task, sort=False)[column].agg(["size", "mean"])
@@ -1131,9 +1133,25 @@ def task_codes(
             return None, None
     elif cluster not in nf.columns:
         raise StatsError(f"cluster={cluster!r} is not a column; columns are {list(nf.columns)}")
-    labels = pd.Series(nf.get_column(cluster).to_list(), dtype=object)
+    labels = task_labels(nf.to_native(), cluster)
     codes = pd.factorize(labels, use_na_sentinel=False)[0]
     return codes.astype(np.intp), cluster
+
+
+def task_labels(frame: Any, task: str) -> Any:
+    """The task of each row as a pandas Series. ``task_name`` ids are only unique within
+    their ``source`` (sample ``0`` of two lm-eval tasks, a task id two Inspect tasks share),
+    so when a trial table holds several sources the label is ``source/task_name``."""
+    import narwhals as nw
+    import pandas as pd
+
+    nf = nw.from_native(frame, eager_only=True)
+    labels = pd.Series(nf.get_column(task).to_list(), dtype=object)
+    if task == "task_name" and "source" in nf.columns:
+        sources = pd.Series(nf.get_column("source").to_list(), dtype=object)
+        if sources.nunique(dropna=False) > 1:
+            labels = sources.astype(str) + "/" + labels.astype(str)
+    return labels
 
 
 def breakdown(
