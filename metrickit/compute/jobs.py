@@ -88,9 +88,9 @@ def _known_rows(trials: Any, by: str | Sequence[str]) -> Any:
 
 
 def _fmt_int(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else (
-        f"{int(value):,}"
-    )
+    import pandas as pd
+
+    return "-" if pd.isna(value) else f"{int(value):,}"
 
 
 
@@ -116,25 +116,32 @@ def summarize_job(
     pass@k, errors by type, tokens and cost. ``policy="auto"`` uses 0.26 when every job's
     ``result.json`` was written by Harbor >= 0.26 (it has ``schema_version``), else 0.25.
     """
+    why = "chosen by the caller"
+    if policy == "auto":
+        policy, why = _detect_policy(Path(path))
+    trials = read_harbor_job(path, progress=False)
+    return summarize_trials(
+        trials, title=f"Harbor job {Path(path)}", policy=policy, why=why
+    )
+
+
+def summarize_trials(
+    trials: Any, *, title: str, policy: Policy = "0.25", why: str = "chosen by the caller"
+) -> str:
+    """The per-evaluation summary of :func:`summarize_job` for any trial table (Harbor,
+    Inspect AI, lm-evaluation-harness, Terminal-Bench, ``trials_from_frame``)."""
     import pandas as pd
 
     from metrickit._core.frame import reward_keys
     from metrickit.compute.passk import PassAtKSkipped, pass_at_k
     from metrickit.compute.stats import mean_ci
 
-    why = "chosen by the caller"
-    if policy == "auto":
-        policy, why = _detect_policy(Path(path))
-    trials = read_harbor_job(path, progress=False)
     metrics = job_metrics(trials, policy=policy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PassAtKSkipped)
         passk = pass_at_k(trials, policy=policy)
     keys = reward_keys(trials)
-    lines = [
-        f"Harbor job {Path(path)}: {len(trials)} trial(s)",
-        f"policy {policy} ({why})",
-    ]
+    lines = [f"{title}: {len(trials)} trial(s)", f"policy {policy} ({why})"]
     known = _known_rows(trials, "eval")
     if len(known) < len(trials):
         lines.append(

@@ -86,13 +86,58 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
     return "\n".join(lines)
 
 
+def _read_inspect(path: Path) -> Any:
+    from metrickit.io.inspect_logs import read_inspect_log
+
+    return read_inspect_log(path)
+
+
+def _read_lm_eval(path: Path) -> Any:
+    from metrickit.io.lm_eval_samples import read_lm_eval_samples
+
+    return read_lm_eval_samples(path)
+
+
+def _read_terminal_bench(path: Path) -> Any:
+    from metrickit.io.terminal_bench import read_terminal_bench
+
+    return read_terminal_bench(path)
+
+
+_READERS = {
+    "Inspect AI log": _read_inspect,
+    "lm-evaluation-harness output": _read_lm_eval,
+    "Terminal-Bench run": _read_terminal_bench,
+}
+
+
+def trial_source(path: Path) -> str | None:
+    """Which trial reader a path is for, from its name and files: ``"harbor"`` for any other
+    folder, None for a reward file."""
+    if path.is_file():
+        return "Inspect AI log" if path.suffix in (".eval", ".json") else None
+    if not path.is_dir():
+        return None
+    if (path / "results.json").is_file() and (path / "run_metadata.json").is_file():
+        return "Terminal-Bench run"
+    if next(path.rglob("results_*.json"), None) is not None:
+        return "lm-evaluation-harness output"
+    if next(path.glob("*.eval"), None) is not None:
+        return "Inspect AI log"
+    return "harbor"
+
+
 def summarize_path(path: Path) -> str:
-    """Summary of a reward file or a Harbor job folder."""
+    """Summary of a reward file, a Harbor job folder, an Inspect AI log (``.eval``/``.json``),
+    an lm-evaluation-harness output folder or a Terminal-Bench 1 run folder."""
+    from metrickit.compute.jobs import summarize_job, summarize_trials
     from metrickit.io.rewards import read_rewards
 
     path = Path(path)
-    if path.is_dir():
-        from metrickit.compute.jobs import summarize_job
-
-        return str(summarize_job(path))
+    source = trial_source(path)
+    if source == "harbor":
+        return summarize_job(path)
+    if source is not None:
+        trials = _READERS[source](path)
+        return summarize_trials(trials, title=f"{source} {path}", why="every finished trial counts")
     return summarize_rewards(read_rewards(path), title=str(path))

@@ -240,3 +240,14 @@ def test_bad_paths(tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(TrialSourceError, match="not an Inspect log"):
         read_inspect_log(tmp_path / "x.txt")
+
+
+def test_metrickit_summarize_reads_an_inspect_log(logs: dict[str, Path]) -> None:
+    log = next(logs["eval"].glob("*.eval"))
+    trials = read_inspect_log(log)
+    out = subprocess.run([sys.executable, "-m", "metrickit.cli", "summarize", str(log)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"Inspect AI log {log}: {len(trials)} trial(s)")
+    for label in trials["eval"].unique():
+        assert f"\n{label}\n" in out.stdout

@@ -117,3 +117,16 @@ def test_errors_name_the_file_and_value(run: Path, tmp_path: Path) -> None:
         read_terminal_bench(run)
     with pytest.raises(TrialSourceError, match="not a Terminal-Bench run folder"):
         read_terminal_bench(tmp_path / "nothing")
+
+
+def test_metrickit_summarize_reads_a_run_folder(tmp_path: Path, capsys) -> None:
+    from metrickit.cli import main
+
+    run, _ = write_run(tmp_path)
+    trials = read_terminal_bench(run)
+    assert main(["summarize", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Terminal-Bench run {run}: {len(trials)} trial(s)")
+    finished = trials[trials["_status"].astype(str) != "running"]
+    mean = finished["reward"].mean()  # every finished trial counts (Harbor 0.25's policy)
+    assert f"reward: mean {mean:.4f}" in out
