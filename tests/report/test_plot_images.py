@@ -1,15 +1,15 @@
 """Image snapshots of every plot: a visual change has to be a conscious one.
 
 Each plot is drawn on seeded data (tests/benchmark_like.py, and the shipped ``runs``
-example for the metric comparisons) and compared with its PNG in tests/baseline_images/
+example for the metric comparisons) and compared with its PNG in tests/report/baseline_images/
 by ``matplotlib.testing.compare.compare_images`` (RMS tolerance ``TOLERANCE``, for font
 rasterisation differences between FreeType builds).
 
 After an intended change, regenerate the snapshots and commit them::
 
-    METRICKIT_UPDATE_BASELINES=1 .venv/bin/python -m pytest tests/test_plot_images.py
+    METRICKIT_UPDATE_BASELINES=1 .venv/bin/python -m pytest tests/report/test_plot_images.py
 
-then look at the new PNGs before committing (``git diff --stat tests/baseline_images``).
+then look at the new PNGs before committing (``git diff --stat tests/report/baseline_images``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import metrickit as mk
 from metrickit._core.harbor_math import HarborAccumulator, harbor_sum
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from harbor_reference import harbor_sum_py
 
 METRICS = ["mean", "sum", "min", "max"]

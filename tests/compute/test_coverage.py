@@ -17,7 +17,7 @@ import pytest
 import metrickit as mk
 
 _spec = importlib.util.spec_from_file_location(
-    "coverage_bench", Path(__file__).parents[1] / "benchmarks" / "coverage.py"
+    "coverage_bench", Path(__file__).parents[2] / "benchmarks" / "coverage.py"
 )
 assert _spec is not None and _spec.loader is not None
 coverage = importlib.util.module_from_spec(_spec)

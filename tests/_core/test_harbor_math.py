@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from metrickit._core.harbor_math import harbor_max, harbor_mean, harbor_min, harbor_sum
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "harbor_sum_golden.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "data" / "harbor_sum_golden.json").read_text())
 
 
 def _arrays(values):
@@ -130,7 +130,7 @@ def test_against_live_python312():
 
 
 GOLDEN_LARGE = json.loads(
-    (Path(__file__).parent / "data" / "harbor_sum_golden_large.json").read_text()
+    (Path(__file__).parents[1] / "data" / "harbor_sum_golden_large.json").read_text()
 )
 
 
@@ -228,7 +228,7 @@ def test_aggregate_called_from_the_pool_itself_does_not_wait_on_it():
 
 
 GOLDEN_OVERFLOW = json.loads(
-    (Path(__file__).parent / "data" / "harbor_sum_golden_overflow.json").read_text()
+    (Path(__file__).parents[1] / "data" / "harbor_sum_golden_overflow.json").read_text()
 )
 
 

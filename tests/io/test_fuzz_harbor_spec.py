@@ -24,7 +24,7 @@ import metrickit as mk
 from metrickit.errors import HarborJobError, SpecError
 from metrickit.scoring.spec import PARTS, SHAPES
 
-JOB = Path(__file__).resolve().parent.parent / "data" / "harbor_jobs" / "2025-06-02__10-00-00"
+JOB = Path(__file__).resolve().parents[2] / "data" / "harbor_jobs" / "2025-06-02__10-00-00"
 TRIAL = sorted(p for p in JOB.iterdir() if p.is_dir())[0]
 BASE = json.loads((TRIAL / "result.json").read_text())
 
