@@ -37,7 +37,33 @@ def short_repr(value: Any, limit: int = 60) -> str:
         text = repr(value)
     except ValueError:  # an int past sys.get_int_max_str_digits() cannot be repr'd
         text = f"<{type(value).__name__} too large to show>"
+    except Exception as exc:  # a user object's broken __repr__ must not break a report
+        text = f"<unrepresentable {type(value).__name__}: {exc}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_value(value: Any, limit: int = 80) -> str:
+    """A value and its type for an error message: ``'high' (str)``, capped in length."""
+    return f"{short_repr(value, limit)} ({type(value).__name__})"
+
+
+def is_number(value: Any) -> bool:
+    """An int or float, Python's or numpy's; a bool is not a number here."""
+    import numbers
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and (
+        isinstance(value, int | float) or type(value).__module__ == "numpy"
+    )
+
+
+def is_finite_number(value: Any) -> bool:
+    """:func:`is_number` and finite; an int too large for a float is not finite."""
+    if not is_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_value(key: str, value: Any) -> tuple[float, int] | str:

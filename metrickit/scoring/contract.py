@@ -12,7 +12,6 @@ import ast
 import copy
 import importlib.util
 import inspect
-import math
 import os
 import sys
 import threading
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.values import describe_value, is_finite_number, is_number, short_repr
 from metrickit.errors import RewardInputError, ScorerError, SpecError, UncopiedInputWarning
 from metrickit.scoring.current import current_measurement, measured
 
@@ -60,10 +60,6 @@ PathLike = str | os.PathLike[str]
 
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, bool | np.bool_
-    )
 
 
 
@@ -80,27 +76,12 @@ def _is_other_number(value: Any) -> bool:
 
 
 
-def _fits_float(value: Any) -> bool:
-    """False for an int too large for a float (10**400): math.isfinite and float() raise."""
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
 
 
 
-def _short(value: Any, limit: int = 200) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # a broken __repr__ must not break the report
-        text = f"<unrepresentable {type(value).__name__}: {exc}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 
-def describe_value(value: Any) -> str:
-    return f"{_short(value, 80)} ({type(value).__name__})"
 
 
 
@@ -118,7 +99,7 @@ def validate_result(value: Any) -> list[str]:
     ['returned a bare number 0.8 (float): there is no side information; return (score, {"feedback": "..."})']
     """  # noqa: E501
     if not isinstance(value, tuple | list):
-        if _is_number(value) or isinstance(value, bool | np.bool_):
+        if is_number(value) or isinstance(value, bool | np.bool_):
             return [f"returned a bare number {describe_value(value)}: there is no side "
                     f"information; {_SHAPE_HINT}"]
         return [f"returned {describe_value(value)}; expected a pair, {_SHAPE_HINT}"]
@@ -132,17 +113,17 @@ def validate_result(value: Any) -> list[str]:
     elif isinstance(score, bool | np.bool_):
         problems.append(f"the score is a bool {score!r}; a bool is not a score, "
                         "return 1.0 or 0.0")
-    elif not _is_number(score):
+    elif not is_number(score):
         problems.append(f"the score is {describe_value(score)}; expected a number"
                         + _FLOAT_HINT * _is_other_number(score))
-    elif not _fits_float(score) or not math.isfinite(score):
-        problems.append(f"the score is {_short(score, 80)}; expected a finite number")
+    elif not is_finite_number(score):
+        problems.append(f"the score is {short_repr(score, 80)}; expected a finite number")
     if not isinstance(side, dict):
         problems.append(f"the side information is {describe_value(side)}, not a dict; "
                         'expected {"feedback": "..."}')
         return problems
     if "feedback" not in side:
-        problems.append(f'the side information {_short(side, 80)} has no "feedback" string; '
+        problems.append(f'the side information {short_repr(side, 80)} has no "feedback" string; '
                         'expected {"feedback": "what is wrong and what a correct output '
                         'looks like"}')
     elif not isinstance(side["feedback"], str):
@@ -158,11 +139,11 @@ def validate_result(value: Any) -> list[str]:
                 if not isinstance(name, str):
                     problems.append(f"a named score's name is {describe_value(name)}; "
                                     "expected a string")
-                elif not _is_number(number):
+                elif not is_number(number):
                     problems.append(f"named score {name!r} is {describe_value(number)}; "
                                     "expected a number" + _FLOAT_HINT * _is_other_number(number))
-                elif not _fits_float(number) or not math.isfinite(number):
-                    problems.append(f"named score {name!r} is {_short(number, 80)}; "
+                elif not is_finite_number(number):
+                    problems.append(f"named score {name!r} is {short_repr(number, 80)}; "
                                     "expected a finite number")
     return problems
 
@@ -211,7 +192,7 @@ def source_file_of(score: Any) -> str | None:
 def scorer_name(score: Any) -> str:
     module = getattr(score, "__module__", None) or ""
     name = getattr(score, "__qualname__", None) or getattr(score, "__name__", None)
-    return f"{module}.{name}" if name else _short(score, 60)
+    return f"{module}.{name}" if name else short_repr(score, 60)
 
 
 
@@ -311,7 +292,7 @@ def load_scorer(path: PathLike) -> tuple[Scorer, dict[str, Any] | None]:
 def check_timeout(timeout: float, *, error: type[Exception] = ScorerError) -> float:
     """``timeout`` as seconds, checked against the contract's limit (user code, scorers and
     metric scripts alike, runs at most :data:`MAX_TIMEOUT` seconds); ``error`` otherwise."""
-    if (not _is_number(timeout) or not math.isfinite(timeout)
+    if (not is_finite_number(timeout)
             or timeout <= 0 or timeout > MAX_TIMEOUT):
         raise error(f"timeout is {timeout!r}; expected seconds > 0 and at most "
                     f"{MAX_TIMEOUT:g} (the {MAX_TIMEOUT:g} s maximum user code may run; the "
@@ -338,11 +319,11 @@ def _exception_text(exc: BaseException, scorer_file: str | None) -> str:
 
 def _outcome(value: Any, ms: float) -> dict[str, Any]:
     problems = validate_result(value)
-    out: dict[str, Any] = {"returned": _short(value), "problems": problems, "ms": ms,
+    out: dict[str, Any] = {"returned": short_repr(value), "problems": problems, "ms": ms,
                            "score": None, "feedback": None, "scores": {}, "timed_out": False}
     if isinstance(value, tuple | list) and len(value) == 2:
         score, side = value
-        if _is_number(score) and _fits_float(score):
+        if is_finite_number(score):
             out["score"] = float(score)
         if isinstance(side, dict):
             if isinstance(side.get("feedback"), str):
@@ -350,7 +331,7 @@ def _outcome(value: Any, ms: float) -> dict[str, Any]:
             named = side.get("scores")
             if isinstance(named, dict):
                 out["scores"] = {str(k): float(v) for k, v in named.items()
-                                 if _is_number(v) and _fits_float(v)}
+                                 if is_finite_number(v)}
     return out
 
 

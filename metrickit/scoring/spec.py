@@ -36,6 +36,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.values import describe_value, is_finite_number, is_number
 from metrickit.errors import RewardInputError, ScorerError, SpecError
 from metrickit.scoring.current import current_measurement, observation, service_cost
 
@@ -50,29 +51,10 @@ _MEASURED = {"speed": "latency", "cost": "cost"}
 FloatArray = npt.NDArray[np.float64]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, bool | np.bool_
-    )
 
 
-def _is_finite(value: Any) -> bool:
-    """A finite number; an int too large for a float is not one (``math.isfinite`` raises)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
-def _describe(value: Any) -> str:
-    # Capped: a value from a file can be huge (an int of 5000 digits cannot even be repr'd).
-    try:
-        text = repr(value)
-    except ValueError:
-        text = f"<{type(value).__name__} too large to show>"
-    if len(text) > 200:
-        text = text[:197] + "..."
-    return f"{text} ({type(value).__name__})"
 
 
 def _plain(value: Any) -> Any:
@@ -81,8 +63,8 @@ def _plain(value: Any) -> Any:
 
 
 def _check_reference(where: str, value: Any, problems: list[str]) -> float | None:
-    if not _is_number(value) or not _is_finite(value) or value <= 0:
-        problems.append(f"{where} is {_describe(value)}; expected a positive finite number")
+    if not is_finite_number(value) or value <= 0:
+        problems.append(f"{where} is {describe_value(value)}; expected a positive finite number")
         return None
     return float(value)
 
@@ -99,7 +81,7 @@ def _check_section(
     section = spec[part]
     if not isinstance(section, Mapping):
         problems.append(
-            f"{part} is {_describe(section)}; expected a dict like {{'reference': ...}}"
+            f"{part} is {describe_value(section)}; expected a dict like {{'reference': ...}}"
         )
         return None
     unknown = sorted(str(k) for k in section if k != "reference")
@@ -124,7 +106,7 @@ def _check_weights(spec: Mapping[str, Any], problems: list[str]) -> dict[str, An
     weights = spec["weights"]
     if not isinstance(weights, Mapping):
         problems.append(
-            f"weights is {_describe(weights)}; expected a dict naming accuracy, speed and cost"
+            f"weights is {describe_value(weights)}; expected a dict naming accuracy, speed and cost"
         )
         return None
     missing = [p for p in PARTS if p not in weights]
@@ -141,8 +123,10 @@ def _check_weights(spec: Mapping[str, Any], problems: list[str]) -> dict[str, An
         if part not in weights:
             continue
         value = weights[part]
-        if not _is_number(value) or not _is_finite(value) or value < 0:
-            problems.append(f"weights.{part} is {_describe(value)}; expected a finite number ≥ 0")
+        if not is_finite_number(value) or value < 0:
+            problems.append(
+                f"weights.{part} is {describe_value(value)}; expected a finite number ≥ 0"
+            )
             ok = False
     if ok and not missing and all(weights[p] == 0 for p in PARTS):
         problems.append("weights are all 0; at least one must be positive")
@@ -217,7 +201,8 @@ class RewardSpec:
             spec = spec.to_dict()
         if not isinstance(spec, Mapping):
             raise SpecError(
-                f"REWARD_SPEC is {_describe(spec)}; expected a dict with 'weights', 'accuracy', "
+                f"REWARD_SPEC is {describe_value(spec)}; expected a dict with 'weights', "
+                "'accuracy', "
                 "'speed' and 'cost'"
             )
         problems: list[str] = []
@@ -230,7 +215,7 @@ class RewardSpec:
         cost_ref = _check_section(spec, "cost", problems, required=True)
         shape = spec.get("shape", "hyperbolic")
         if shape not in SHAPES:
-            problems.append(f"shape is {_describe(shape)}; expected one of {list(SHAPES)}")
+            problems.append(f"shape is {describe_value(shape)}; expected one of {list(SHAPES)}")
         if problems or raw is None or speed_ref is None or cost_ref is None:
             lines = "\n".join(f"  - {p}" for p in problems)
             raise SpecError(
@@ -538,9 +523,11 @@ def reward(
     """
     spec = RewardSpec.from_dict(spec_or_dict)
     if not isinstance(feedback, str):
-        raise ScorerError(f"reward(): feedback is {_describe(feedback)}; expected a string")
-    if not _is_number(accuracy) and not isinstance(accuracy, bool | np.bool_):
-        raise RewardInputError(f"reward(): accuracy is {_describe(accuracy)}; expected a number")
+        raise ScorerError(f"reward(): feedback is {describe_value(feedback)}; expected a string")
+    if not is_number(accuracy) and not isinstance(accuracy, bool | np.bool_):
+        raise RewardInputError(
+            f"reward(): accuracy is {describe_value(accuracy)}; expected a number"
+        )
     latency = current_measurement(observation() if latency_ms is None else latency_ms, "latency_ms")
     cost = current_measurement(service_cost() if cost_usd is None else cost_usd, "cost_usd")
     # Scalar checks first, so a bad value is reported without frame row numbers.
