@@ -196,10 +196,20 @@ def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
     """
     import pandas as pd
 
-    for value in values:
-        if isinstance(value, str) and not value.isascii() and not is_utf8(value):
-            return pd.StringDtype("python")
-    return default
+    # One check of all the text at once: a lone surrogate stays one when joined.
+    joined = "".join([value for value in values if isinstance(value, str)])
+    if joined.isascii() or is_utf8(joined):
+        return default
+    return pd.StringDtype("python")
+
+
+def pandas_strings(values: list[Any]) -> Any:
+    """A pandas string array of text and None (see :func:`string_dtype`)."""
+    import pandas as pd
+
+    if values.count(None) == len(values):  # a column the source does not have
+        return pd.Series(None, index=range(len(values)), dtype="string").array
+    return pd.array(values, dtype=string_dtype(values, "string"))
 
 
 
@@ -314,7 +324,7 @@ def trials_pandas(
         elif name == "attempt":
             data[name] = np.asarray(columns[name], dtype=np.int64)
         else:
-            data[name] = pd.array(columns[name], dtype=string_dtype(columns[name], "string"))
+            data[name] = pandas_strings(columns[name])
     for key in keys:
         data[key] = values[key]
     for key in keys:
@@ -326,7 +336,7 @@ def trials_pandas(
         if name in _INT_COLUMNS:
             data[name] = pd.array(col, dtype="Int64")
         elif name in _FLOAT_COLUMNS:
-            data[name] = np.array([np.nan if v is None else v for v in col], dtype=np.float64)
+            data[name] = np.array(col, dtype=np.float64)  # None becomes NaN
         elif name in _TIME_COLUMNS:
             data[name] = pd.to_datetime(pd.Series(col, dtype=object), utc=True).astype(
                 "datetime64[us, UTC]"
@@ -334,7 +344,7 @@ def trials_pandas(
         elif name == "n_steps":
             data[name] = np.asarray(col, dtype=np.int64)
         else:
-            data[name] = pd.array(col, dtype=string_dtype(col, "string"))
+            data[name] = pandas_strings(col)
     return pd.DataFrame(data)
 
 

@@ -12,14 +12,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import numpy as np
+
+from metrickit._core.values import BOOL, FLOAT, INT, MAX_EXACT_INT, MISSING, NULL, OK, check_value
 from metrickit.errors import TrialSourceError
-from metrickit.io.trials import (
-    KIND_PREFIX,
-    META,
-    TAIL,
-    build_trials,
-    empty_row,
-)
+from metrickit.io.trials import KIND_PREFIX, META, ROW_COLUMNS, TAIL, trial_table
 
 __all__ = ["concat_trials", "trials_from_frame"]
 
@@ -137,64 +134,170 @@ def trials_from_frame(
             f"trials_from_frame: no column for {', '.join(missing)}; the table has columns "
             f"{list(nf.columns)}"
         )
-    n = len(nf)
-    col = {c: nf.get_column(c).to_list() for _, c in named}
-    reward_values = {c: [_reward(c, i, v) for i, v in enumerate(col[c])] for c in rewards}
-    rows: list[dict[str, Any]] = []
-    reward_dicts: list[dict[str, Any] | None] = []
-    counters: dict[tuple[Any, str], int] = {}
-    first_row: dict[tuple[Any, str, int], int] = {}
-    for i in range(n):
-        row = empty_row()
-        task_id = col[task][i]
-        if _is_null(task_id):
-            raise TrialSourceError(
-                f"trials_from_frame: row {i}: task column {task!r} is null; every trial needs "
-                "a task id"
-            )
-        row["task_name"] = str(task_id)
-        for arg, target in (("agent", "agent"), ("model", "model"), ("source", "source")):
-            name = mapping[arg]
-            if name is not None and not _is_null(col[name][i]):
-                row[target] = str(col[name][i])
-        if candidate is not None:
-            row["eval"] = None if _is_null(col[candidate][i]) else str(col[candidate][i])
-        else:
-            parts = [p for p in (row["agent"], row["model"]) if p]
-            row["eval"] = "__".join([*parts, row["source"] or "adhoc"])
-        if attempt is not None:
-            row["attempt"] = _attempt(attempt, i, col[attempt][i])
-        else:
-            key = (row["eval"], row["task_name"])
-            counters[key] = counters.get(key, 0) + 1
-            row["attempt"] = counters[key]
-        dup = (row["eval"], row["task_name"], row["attempt"])
-        if dup in first_row:
-            raise TrialSourceError(
-                f"trials_from_frame: rows {first_row[dup]} and {i} are the same trial "
-                f"(candidate {dup[0]!r}, task {dup[1]!r}, attempt {dup[2]}); expected one row "
-                "per (candidate, task, attempt): pass attempt= to number repeated rows, or "
-                "candidate= if they belong to different runs"
-            )
-        first_row[dup] = i
-        for arg, target in (("latency_ms", "total_ms"), ("cost_usd", "cost_usd")):
-            name = mapping[arg]
-            if name is not None:
-                row[target] = _number(name, i, col[name][i])
-        for arg, target in (("input_tokens", "n_input_tokens"),
-                            ("output_tokens", "n_output_tokens")):
-            name = mapping[arg]
-            if name is not None:
-                row[target] = _count(name, i, col[name][i])
-        message = None if error is None or _is_null(col[error][i]) else str(col[error][i])
-        if message is not None:
-            row["exception_type"], row["exception_message"] = "error", message
-        got = {c: reward_values[c][i] for c in rewards if reward_values[c][i] is not None}
-        reward_dicts.append(got or None)
-        row["reward_valid"] = bool(got) and message is None
-        rows.append(row)
-    where = [f"trials_from_frame: row {i}" for i in range(n)]
-    return build_trials(rows, reward_dicts, out_backend, where=where)
+    import pandas as pd
+
+    pdf = nf.select(list(dict.fromkeys(c for _, c in named))).to_pandas()
+    n = len(pdf)
+    columns: dict[str, Any] = {c: [None] * n for c in ROW_COLUMNS}
+    task_na = pdf[task].isna().to_numpy()
+    if task_na.any():
+        raise TrialSourceError(
+            f"trials_from_frame: row {int(np.flatnonzero(task_na)[0])}: task column {task!r} "
+            "is null; every trial needs a task id"
+        )
+    columns["task_name"] = _text(pdf[task])
+    for arg in ("agent", "model", "source"):
+        if mapping[arg] is not None:
+            columns[arg] = _text(pdf[mapping[arg]])
+    if candidate is not None:
+        columns["eval"] = _text(pdf[candidate])
+    else:
+        columns["eval"] = [
+            "__".join([*(p for p in (a, m) if p), s or "adhoc"])
+            for a, m, s in zip(columns["agent"], columns["model"], columns["source"], strict=True)
+        ]
+    keys = pd.DataFrame({"eval": columns["eval"], "task": columns["task_name"]})
+    if attempt is not None:
+        keys["attempt"] = _whole(pdf[attempt], attempt, minimum=1, what="an integer >= 1",
+                                 nulls=False, label="attempt column")
+    else:
+        keys["attempt"] = keys.groupby(["eval", "task"], sort=False, dropna=False).cumcount() + 1
+    same = keys.duplicated(keep=False).to_numpy()
+    if same.any():
+        second = int(np.flatnonzero(keys.duplicated(keep="first").to_numpy())[0])
+        dup = keys.iloc[second]
+        first = int(np.flatnonzero(same & (keys == dup).all(axis=1).to_numpy())[0])
+        raise TrialSourceError(
+            f"trials_from_frame: rows {first} and {second} are the same trial "
+            f"(candidate {dup['eval']!r}, task {dup['task']!r}, attempt {dup['attempt']}); "
+            "expected one row per (candidate, task, attempt): pass attempt= to number "
+            "repeated rows, or candidate= if they belong to different runs"
+        )
+    columns["attempt"] = keys["attempt"].tolist()
+    for arg, target in (("latency_ms", "total_ms"), ("cost_usd", "cost_usd")):
+        name = mapping[arg]
+        if name is not None:
+            columns[target] = _finite(pdf[name], name)
+    for arg, target in (("input_tokens", "n_input_tokens"), ("output_tokens", "n_output_tokens")):
+        name = mapping[arg]
+        if name is not None:
+            columns[target] = _whole(pdf[name], name, minimum=0,
+                                     what="a whole number of tokens >= 0 or null", nulls=True)
+    message = _text(pdf[error]) if error is not None else [None] * n
+    failed = np.array([m is not None for m in message], dtype=bool)
+    if error is not None:
+        columns["exception_type"] = ["error" if f else None for f in failed]
+        columns["exception_message"] = message
+    values: dict[str, np.ndarray] = {}
+    kinds: dict[str, np.ndarray] = {}
+    for c in rewards:
+        values[c], kinds[c] = _reward_column(pdf[c], c)
+    present = np.zeros(n, dtype=bool)
+    for k in kinds.values():
+        present |= k != MISSING
+    # a row without any reward value is a trial without a result (Harbor's null)
+    status = np.where(present, OK, NULL).astype(np.int8)
+    columns["has_reward"] = present.tolist()
+    columns["reward_valid"] = (present & ~failed).tolist()
+    return trial_table(columns, status, values, kinds, out_backend,
+                       origin="trials_from_frame")
+
+
+def _text(series: Any) -> list[str | None]:
+    """A column as text, None where it is null."""
+    na = series.isna().to_numpy()
+    return [None if missing else str(v) for v, missing in zip(series.tolist(), na, strict=True)]
+
+
+def _bad_row(
+    series: Any, bad: np.ndarray, column: str, expected: str, what: str = "column"
+) -> TrialSourceError:
+    row = int(np.flatnonzero(bad)[0])
+    value = series.iloc[row]
+    if isinstance(value, np.generic):
+        value = value.item()
+    return TrialSourceError(
+        f"trials_from_frame: {what} {column!r}, row {row}: {value!r} "
+        f"({type(value).__name__}); expected {expected}"
+    )
+
+
+def _numbers(
+    series: Any, column: str, expected: str, label: str = "column"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float values and the null mask of a column that must hold numbers (not bools)."""
+    import pandas as pd
+
+    na = series.isna().to_numpy()
+    if pd.api.types.is_bool_dtype(series.dtype) or not pd.api.types.is_numeric_dtype(
+        series.dtype
+    ):
+        ok = np.array([m or (isinstance(v, int | float) and not isinstance(v, bool))
+                       for v, m in zip(series.tolist(), na, strict=True)], dtype=bool)
+        if not ok.all():
+            raise _bad_row(series, ~ok, column, expected, label)
+        return np.array([np.nan if m else float(v) for v, m in
+                         zip(series.tolist(), na, strict=True)], dtype=np.float64), na
+    return series.to_numpy(dtype=np.float64, na_value=np.nan), na
+
+
+def _finite(series: Any, column: str) -> list[float | None]:
+    expected = "a finite number or null"
+    x, na = _numbers(series, column, expected)
+    bad = ~na & ~np.isfinite(x)
+    if bad.any():
+        raise _bad_row(series, bad, column, expected)
+    return [None if m else v for v, m in zip(x.tolist(), na, strict=True)]
+
+
+def _whole(
+    series: Any, column: str, *, minimum: int, what: str, nulls: bool, label: str = "column"
+) -> list[Any]:
+    x, na = _numbers(series, column, what, label)
+    bad = (na if not nulls else np.zeros(len(x), dtype=bool)) | (
+        ~na & ~((x == np.floor(x)) & (x >= minimum) & np.isfinite(x))
+    )
+    if bad.any():
+        raise _bad_row(series, bad, column, what, label)
+    return [None if m else int(v) for v, m in zip(x.tolist(), na, strict=True)]
+
+
+def _reward_column(series: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values and kind codes of a reward column: null is a missing reward, bools, ints
+    and floats keep their kind (Harbor sums ints and floats differently)."""
+    import pandas as pd
+
+    expected = "a finite number or a bool (None/NaN for a missing reward)"
+    na = series.isna().to_numpy()
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        x, kind = series.to_numpy(dtype=np.float64, na_value=0.0), BOOL
+    elif pd.api.types.is_integer_dtype(dtype):
+        ints = series.to_numpy(dtype=np.int64, na_value=0)
+        too_big = np.abs(ints) > MAX_EXACT_INT
+        if too_big.any():
+            raise _bad_row(series, too_big, column, f"|x| <= 2**53; {expected}", "reward column")
+        x, kind = ints.astype(np.float64), INT
+    elif pd.api.types.is_float_dtype(dtype):
+        x, kind = series.to_numpy(dtype=np.float64, na_value=np.nan), FLOAT
+        bad = ~na & ~np.isfinite(x)
+        if bad.any():
+            raise _bad_row(series, bad, column, expected, "reward column")
+    else:  # object column: each value on its own, by the reward-file rules
+        x = np.zeros(len(series), dtype=np.float64)
+        codes = np.zeros(len(series), dtype=np.uint8)
+        for i, (v, missing) in enumerate(zip(series.tolist(), na, strict=True)):
+            if missing:
+                continue
+            checked = check_value(column, v.item() if isinstance(v, np.generic) else v)
+            if isinstance(checked, str):
+                raise TrialSourceError(
+                    f"trials_from_frame: reward column {column!r}, row {i}: {v!r} "
+                    f"({type(v).__name__}) is not a reward; expected {expected}"
+                )
+            x[i], codes[i] = checked
+        return x, codes
+    return np.where(na, 0.0, x), np.where(na, MISSING, kind).astype(np.uint8)
 
 
 def _is_null(value: Any) -> bool:
@@ -206,53 +309,12 @@ def _is_null(value: Any) -> bool:
     )
 
 
-def _reward(column: str, row: int, value: Any) -> bool | int | float | None:
-    if _is_null(value):
-        return None
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        value = value.item()  # numpy scalars
-    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    raise TrialSourceError(
-        f"trials_from_frame: reward column {column!r}, row {row}: {value!r} "
-        f"({type(value).__name__}) is not a reward; expected a finite number or a bool "
-        "(None/NaN for a missing reward)"
-    )
 
 
-def _number(column: str, row: int, value: Any) -> float | None:
-    if _is_null(value):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TrialSourceError(
-            f"trials_from_frame: column {column!r}, row {row}: {value!r} "
-            f"({type(value).__name__}); expected a finite number or null"
-        )
-    return float(value)
 
 
-def _count(column: str, row: int, value: Any) -> int | None:
-    if _is_null(value):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TrialSourceError(
-            f"trials_from_frame: column {column!r}, row {row}: {value!r} "
-            f"({type(value).__name__}); expected a whole number of tokens >= 0 or null"
-        )
-    return value
 
 
-def _attempt(column: str, row: int, value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TrialSourceError(
-            f"trials_from_frame: attempt column {column!r}, row {row}: {value!r} "
-            f"({type(value).__name__}); expected an integer >= 1"
-        )
-    return value
 
 
 def concat_trials(

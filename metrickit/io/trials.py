@@ -112,14 +112,46 @@ def build_trials(
     """
     if backend not in ("pandas", "polars"):
         raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
-    n = len(rows)
     parsed, problems = parse_rows("<trials>", list(rewards))
     if problems:
         p = problems[0]
         label = where[p.line - 1] if where is not None else f"row {p.line}"
         raise error(f"{label}: {reward_field}: {p.message}")
-    keys = list(parsed.values)
-    values, kinds = parsed.values, parsed.kinds
+    status = parsed.status.astype(np.int8)
+    for i, row in enumerate(rows):
+        if row.get("_status") in ("running", "invalid"):
+            status[i] = TRIAL_STATUSES.index(row["_status"])
+    columns: dict[str, list[Any]] = {c: [r.get(c) for r in rows] for c in ROW_COLUMNS}
+    columns["has_reward"] = [
+        (rw is not None) if r.get("has_reward") is None else bool(r["has_reward"])
+        for r, rw in zip(rows, rewards, strict=True)
+    ]
+    columns["reward_valid"] = [
+        bool(r["reward_valid"]) if r.get("reward_valid") is not None else False for r in rows
+    ]
+    label = where[0] if where else "the rewards"
+    return trial_table(columns, status, parsed.values, parsed.kinds, backend, origin=label,
+                       error=error)
+
+
+def trial_table(
+    columns: Mapping[str, Sequence[Any]],
+    status: np.ndarray,
+    values: dict[str, np.ndarray],
+    kinds: dict[str, np.ndarray],
+    backend: Backend,
+    *,
+    origin: str = "the rewards",
+    error: type[Exception] = TrialSourceError,
+) -> Any:
+    """The trial table from columns: one sequence per column of :data:`ROW_COLUMNS` plus
+    ``has_reward`` and ``reward_valid``, the status codes, and per reward key its values
+    and kind codes (checked already). Applies the trial-table rules every reader shares:
+    one all-missing ``reward`` column when no trial has a reward, no reward key named
+    like a column, and NA for a key no trial of an evaluation has."""
+    n = len(status)
+    values, kinds = dict(values), dict(kinds)
+    keys = list(values)
     if not keys:
         # No trial has a reward yet: one all-missing ``reward`` column keeps the frame a
         # trial table (else every numeric column would look like a reward key).
@@ -129,25 +161,13 @@ def build_trials(
     added = {*META, *TAIL}
     clash = [k for k in keys if k in added or k.startswith(KIND_PREFIX)]
     if clash:
-        label = where[0] if where else "the rewards"
         raise error(
-            f"reward key {clash[0]!r} (in {label}) clashes with a column of the trial table; "
+            f"reward key {clash[0]!r} (in {origin}) clashes with a column of the trial table; "
             "rename the key at its source (the verifier's reward, the score or metric)"
         )
-    status = parsed.status.astype(np.int8)
-    for i, row in enumerate(rows):
-        if row.get("_status") in ("running", "invalid"):
-            status[i] = TRIAL_STATUSES.index(row["_status"])
-    _missing_per_evaluation([r.get("eval") for r in rows], values, kinds)
-    columns: dict[str, list[Any]] = {c: [r.get(c) for r in rows] for c in ROW_COLUMNS}
-    columns["has_reward"] = [
-        (rw is not None) if r.get("has_reward") is None else bool(r["has_reward"])
-        for r, rw in zip(rows, rewards, strict=True)
-    ]
-    columns["reward_valid"] = [
-        bool(r["reward_valid"]) if r.get("reward_valid") is not None else False for r in rows
-    ]
-    return _frame(columns, status, keys, values, kinds, backend)
+    _missing_per_evaluation(list(columns["eval"]), values, kinds)
+    return _frame({c: list(v) for c, v in columns.items()}, status, keys, values, kinds,
+                  backend)
 
 
 def _missing_per_evaluation(
@@ -166,10 +186,10 @@ def _missing_per_evaluation(
 
 
 def _codes(labels: list[Any]) -> tuple[np.ndarray, int]:
-    seen: dict[Any, int] = {}
-    codes = np.fromiter((seen.setdefault(x, len(seen)) for x in labels), dtype=np.int64,
-                        count=len(labels))
-    return codes, len(seen)
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(labels, dtype=object), use_na_sentinel=False)
+    return codes, len(uniques)
 
 
 def _frame(
