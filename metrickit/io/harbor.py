@@ -23,10 +23,12 @@ trial:
     ``TrialResult.reward_valid`` (a non-empty reward and no recorded exception whose
     error policy says the reward is not a valid measurement).
 ``<key>``, ``_kind_<key>``
-    one float column per reward key, zero-filled, with the same ``_kind_`` companion as
-    :func:`metrickit.read_rewards` (``missing``/``int``/``float``/``bool``), so
-    ``mk.aggregate(trials, by="eval")`` reproduces the job's ``metrics``. When no trial has a
-    reward yet, there is one ``reward`` column, all 0 and ``missing``.
+    one float column per reward key with the same ``_kind_`` companion as
+    :func:`metrickit.read_rewards` (``missing``/``int``/``float``/``bool``): zero-filled
+    within an evaluation as Harbor fills it, NA where no trial of the evaluation has the key
+    (``docs/contracts.md``, section 5), so ``mk.aggregate(trials, by="eval")`` reproduces the
+    job's ``metrics``. When no trial has a reward yet, there is one ``reward`` column, all 0
+    and ``missing``.
 ``exception_type``, ``exception_message``, ``step_exception_type``
     the trial-level exception (kept even when the trial also has a reward) and the first
     step-level one of a multi-step trial.
