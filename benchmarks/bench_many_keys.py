@@ -1,4 +1,4 @@
-"""Many distinct keys: one key per line (issue 13, defect 6).
+"""Many distinct keys: one key per line.
 
 A file with one distinct key per line would be a rows x keys frame (5,000 keys: 25 million
 cells). ``metrickit aggregate`` and ``mk.aggregate(path)`` aggregate key by key from the

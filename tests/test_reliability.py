@@ -565,7 +565,7 @@ def test_cli_subprocess_on_arbitrary_bytes(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Paths that are not UTF-8 (issue 13, defect 3)
+# Paths that are not UTF-8
 # ---------------------------------------------------------------------------
 
 

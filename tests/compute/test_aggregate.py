@@ -155,7 +155,7 @@ def test_aggregate_in_a_thread_survives_interpreter_shutdown():
 
 
 def test_json_booleans_aggregate_as_floats_like_harbors_pipeline(tmp_path):
-    """Issue 13, defect 11: JSON true/false aggregate as the floats 1.0/0.0, as Harbor's
+    """JSON true/false aggregate as the floats 1.0/0.0, as Harbor's
     pipeline gives them (its VerifierResult model turns true into 1.0), not as raw
     aggregate_reward_dicts over json.loads rows would (Python's sum keeps bools as ints)."""
     import json as _json
@@ -184,7 +184,7 @@ def test_json_booleans_aggregate_as_floats_like_harbors_pipeline(tmp_path):
 
 @pytest.mark.slow
 def test_aggregate_path_memory_grows_with_the_data(tmp_path):
-    """Issue 13, defect 6: one distinct key per line. aggregate(path) and the CLI answer
+    """One distinct key per line. aggregate(path) and the CLI answer
     key by key from the cells; the frame readers refuse above MAX_FILLED_CELLS."""
     import json as _json
 

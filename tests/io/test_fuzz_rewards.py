@@ -239,7 +239,7 @@ def test_cli_aggregate(tmp_path_factory: pytest.TempPathFactory, capsys: pytest.
         return
     if expected.clash() is not None:
         # valid Harbor input that no frame can hold: the CLI (a drop-in metric.py) builds
-        # no metadata columns and gives Harbor's answer (issue 13, defect 7)
+        # no metadata columns and gives Harbor's answer
         assert code == 0, err
         typed = {"int": int, "float": float, "bool": bool}
         dicts = [None if status == "null" else {k: typed[kind](v) for k, (v, kind) in cells.items()}

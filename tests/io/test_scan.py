@@ -71,7 +71,7 @@ def test_aggregate_of_a_scan_is_bit_identical(tricky: Path, chunk_bytes: int, me
     scan = mk.scan_rewards(tricky, chunk_bytes=chunk_bytes)
     assert _same(mk.aggregate(scan, metric), expected)
     if chunk_bytes > 24:
-        # the generic LazyFrame path (no longer the scan itself) agrees too
+        # the generic LazyFrame path (a frame derived from the scan) agrees too
         assert _same(mk.aggregate(scan.filter(pl.col("_line") > 0), metric), expected)
         assert _same(mk.aggregate(scan.collect().lazy(), metric), expected)
 
