@@ -1,4 +1,4 @@
-"""Peak memory on very long lines and many distinct keys .
+"""Peak memory on very long lines and many distinct keys.
 
 Each case runs in a fresh process and reports its peak RSS (ru_maxrss) above the RSS after
 imports (pandas, polars and metrickit are imported first in every case, so the figures
