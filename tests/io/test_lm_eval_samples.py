@@ -6,8 +6,6 @@ download), one multiple-choice task (acc, acc_norm) and one generation task with
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,83 +18,14 @@ from metrickit.errors import TrialSourceError
 from metrickit.io.lm_eval_samples import read_lm_eval_samples
 
 sys.path.insert(0, str(Path(__file__).parent))
+from lm_eval_fixture import DOCS, run_lm_eval
 from trial_schema_check import assert_trial_schema
 
 pytestmark = pytest.mark.slow  # the session fixture runs lm_eval (~10-15 s, mostly imports)
 
-DOCS = [
-    {"question": "2+2", "choices": ["3", "4"], "label": 1, "answer": "4"},
-    {"question": "3+3", "choices": ["6", "7"], "label": 0, "answer": "6"},
-    {"question": "say lol", "choices": ["lol", "no"], "label": 0, "answer": "lol"},
-    {"question": "1+1", "choices": ["2", "5"], "label": 0, "answer": "2"},
-]
-
-MC = """task: tiny_mc
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question}}}} ="
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: label
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-"""
-
-GEN = """task: tiny_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: generate_until
-doc_to_text: "{{{{question}}}} ="
-doc_to_target: answer
-generation_kwargs:
-  until: ["\\n"]
-filter_list:
-  - name: strict
-    filter:
-      - function: take_first
-  - name: loose
-    filter:
-      - function: regex
-        regex_pattern: "(\\\\w+)"
-      - function: take_first
-metric_list:
-  - metric: exact_match
-"""
-
-
 @pytest.fixture(scope="session")
 def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lm_eval")
-    data = root / "docs.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    tasks = root / "tasks"
-    tasks.mkdir()
-    (tasks / "tiny_mc.yaml").write_text(MC.format(data=data))
-    (tasks / "tiny_gen.yaml").write_text(GEN.format(data=data))
-    env = {
-        **os.environ,
-        "HF_HOME": str(root / "hf"),
-        "HF_DATASETS_OFFLINE": "1",
-        "HF_HUB_OFFLINE": "1",
-    }
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "lm_eval", "--model", "dummy",
-            "--model_args", "pretrained=tiny/dummy-lm",
-            "--tasks", "tiny_mc,tiny_gen", "--include_path", str(tasks),
-            "--output_path", str(root / "out"), "--log_samples",
-        ],
-        capture_output=True, text=True, timeout=300, env=env, cwd=root,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root / "out"
+    return run_lm_eval(tmp_path_factory.mktemp("lm_eval"))
 
 
 def test_rows_and_rewards_match_lm_evals_own_files(output: Path) -> None:

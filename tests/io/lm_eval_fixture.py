@@ -1,0 +1,94 @@
+"""A real lm-evaluation-harness run, offline: two tiny local tasks (one multiple choice with
+acc/acc_norm, one generation with exact_match under two filters) on lm-eval's ``dummy``
+model, with ``--log_samples``. ``dataset_path: json`` with local ``data_files`` needs no
+download. Run as a script to write the output to a folder:
+``python tests/io/lm_eval_fixture.py /tmp/lm_eval``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = [
+    {"question": "2+2", "choices": ["3", "4"], "label": 1, "answer": "4"},
+    {"question": "3+3", "choices": ["6", "7"], "label": 0, "answer": "6"},
+    {"question": "say lol", "choices": ["lol", "no"], "label": 0, "answer": "lol"},
+    {"question": "1+1", "choices": ["2", "5"], "label": 0, "answer": "2"},
+]
+
+MC = """task: tiny_mc
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}} ="
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: label
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+
+GEN = """task: tiny_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}} ="
+doc_to_target: answer
+generation_kwargs:
+  until: ["\\n"]
+filter_list:
+  - name: strict
+    filter:
+      - function: take_first
+  - name: loose
+    filter:
+      - function: regex
+        regex_pattern: "(\\\\w+)"
+      - function: take_first
+metric_list:
+  - metric: exact_match
+"""
+
+
+
+def run_lm_eval(root: Path) -> Path:
+    """Run lm_eval in ``root``; the ``--output_path`` folder it wrote."""
+    root.mkdir(parents=True, exist_ok=True)
+    data = root / "docs.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    tasks = root / "tasks"
+    tasks.mkdir()
+    (tasks / "tiny_mc.yaml").write_text(MC.format(data=data))
+    (tasks / "tiny_gen.yaml").write_text(GEN.format(data=data))
+    env = {
+        **os.environ,
+        "HF_HOME": str(root / "hf"),
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "lm_eval", "--model", "dummy",
+            "--model_args", "pretrained=tiny/dummy-lm",
+            "--tasks", "tiny_mc,tiny_gen", "--include_path", str(tasks),
+            "--output_path", str(root / "out"), "--log_samples",
+        ],
+        capture_output=True, text=True, timeout=300, env=env, cwd=root,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"lm_eval failed:\n{done.stderr[-3000:]}")
+    return root / "out"
+
+
+if __name__ == "__main__":
+    print(run_lm_eval(Path(sys.argv[1])))
