@@ -48,6 +48,7 @@ from metrickit.scoring.contract import (
     validate_result,
 )
 from metrickit.scoring.current import observation, service_cost
+from metrickit.scoring.feedback import FeedbackCase, feedback_warnings
 from metrickit.scoring.judge import set_judge
 
 __all__ = [
@@ -232,6 +233,8 @@ class ContractReport:
     """Result of :func:`check_scorer`: scorer-level problems and one entry per case.
 
     ``ok`` is True when the scorer could be used and every sample case returned a valid pair.
+    ``warnings`` are about feedback an optimiser cannot learn from
+    (:mod:`metrickit.scoring.feedback`); they never make ``ok`` False.
     """
 
     scorer: str
@@ -239,6 +242,7 @@ class ContractReport:
     entries: tuple[CaseCheck, ...]
     problems: tuple[str, ...] = ()
     reward_spec: dict[str, Any] | None = field(default=None, compare=False)
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -268,6 +272,9 @@ class ContractReport:
             if e.returned is not None:
                 lines.append(f"      returned {e.returned}")
             lines += [f"      ✗ {p}" for p in e.problems]
+        if self.warnings:
+            lines.append("  feedback warnings (not failures):")
+            lines += [f"  ! {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -288,6 +295,9 @@ class ContractReport:
                              f"<td><code>{esc(e.returned or '')}</code></td>"
                              f"<td style='text-align:left'>{problems}</td><td>{ms}</td></tr>")
             parts.append("</tbody></table>")
+        if self.warnings:
+            parts.append("<p><b style='color:#9a6700'>Feedback warnings</b></p><ul>"
+                         + "".join(f"<li>{esc(w)}</li>" for w in self.warnings) + "</ul>")
         parts.append("</div>")
         return "".join(parts)
 
@@ -323,7 +333,10 @@ def check_scorer(
     Returns
     -------
     ContractReport
-        ``.ok``, ``.entries`` (one per case), ``.problems`` (scorer-level); prints readably.
+        ``.ok``, ``.entries`` (one per case), ``.problems`` (scorer-level), ``.warnings``
+        (feedback that is empty, generic, the same for different scores, or names neither
+        the expected value nor the output: see :mod:`metrickit.scoring.feedback`); prints
+        readably.
 
     Raises
     ------
@@ -379,9 +392,16 @@ def check_scorer(
                   duration_ms=r["ms"], timed_out=r["timed_out"])
         for i, r in enumerate(results)
     )
+    # A REWARD_SPEC scorer's feedback is about accuracy; speed and cost are measured for it.
+    part = "accuracy" if isinstance(spec, dict) else None
+    looked_at = [FeedbackCase(e.label, e.scores.get(part, e.score) if part else e.score,
+                              e.feedback, payloads[e.index]["output"],
+                              payloads[e.index]["expected"], part or "score")
+                 for e in entries if e.ok]
     return ContractReport(scorer=name, arity=arity or None, entries=entries,
                           problems=tuple(problems),
-                          reward_spec=spec if isinstance(spec, dict) else None)
+                          reward_spec=spec if isinstance(spec, dict) else None,
+                          warnings=tuple(feedback_warnings(looked_at)))
 
 
 # ---------------------------------------------------------------------------
