@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -381,7 +382,7 @@ def parse_fast(
         )
     body = memoryview(data)[:end]
     buf = np.frombuffer(body, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == 10)
+    newlines, colons, letters = _census(buf)
     starts = np.empty(len(newlines) + 1, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines + 1
@@ -432,7 +433,6 @@ def parse_fast(
             out[at + 2] = out[at + 3] = ord(" ")
             payload = bytes(copy)
             del copy, out
-    colons = int(np.count_nonzero(buf == ord(":")))
     # Dense columns only when the block is about as dense as its cells: a block whose keys
     # are sparse (one distinct key per line, say) keeps its cells in the exact path instead
     # of a rows x keys frame.
@@ -471,42 +471,22 @@ def parse_fast(
         return None
     if frame.height != n:
         return None
-    parsed = Parsed(
-        name,
-        np.arange(1, n + 1, dtype=np.int64),
-        np.full(n, EMPTY, dtype=np.uint8),
-        newlines=len(newlines) + trailing_newlines,
-    )
-    any_present = np.zeros(n, dtype=np.bool_)
-    integral_keys: list[str] = []
-    key_cells: dict[str, int] = {}
     null_counts: tuple[int, ...] = frame.null_count().row(0)
-    # Every column's validity in one select: a Series method (is_not_null, fill_null) runs
-    # as an expression of its own, about 1 ms each, which 200 keys would pay 400 times.
-    valid = frame.select(pl.all().is_not_null()).to_numpy() if any(null_counts) else None
-    for index, key in enumerate(frame.columns):
-        nulls = null_counts[index]
-        if nulls == n and key not in sampled:
-            continue  # a key of an earlier block that this block does not have
-        values = np.array(frame.to_series(index).to_numpy(), dtype=np.float64)  # null: NaN
-        if nulls and valid is not None:
-            present = np.ascontiguousarray(valid[:, index])
-            values[~present] = 0.0
-        else:
-            present = np.ones(n, dtype=np.bool_)
-        # >=, not >: the integers 2**53 + 1 (which the exact path rejects) and 2**53 both
-        # parse to the float 2**53 here, so only the exact path can tell them apart.
-        if not np.all(np.isfinite(values)) or np.any(np.abs(values) >= MAX_EXACT_INT):
-            return None
-        kinds = present.view(np.uint8) * np.uint8(FLOAT)
-        if np.any(present & (values == np.trunc(values))):
-            integral_keys.append(key)
-        parsed.values[key] = values
-        parsed.kinds[key] = kinds
-        any_present |= present
-        key_cells[key] = n - nulls
+    # a key of an earlier block that this block does not have gets no column here
+    kept = [i for i, key in enumerate(frame.columns) if null_counts[i] < n or key in sampled]
+    if len(kept) < frame.width:
+        frame = frame.select(pl.nth(kept))  # by position: a key may look like a regex
+        null_counts = tuple(null_counts[i] for i in kept)
+    names: list[str] = frame.columns
+    dense = _dense_columns(frame, null_counts)
     del frame
-    if integral_keys:
+    if dense is None:
+        return None
+    values, kinds, present, ints, largest = dense
+    key_cells = {key: n - nulls for key, nulls in zip(names, null_counts, strict=True)}
+    column = {key: j for j, key in enumerate(names)}
+    integral: npt.NDArray[np.bool_] = np.logical_or.reduce(ints, axis=0)
+    if integral.any():
         # Without escapes a key's bytes are its UTF-8 name, each key's bytes occur once per
         # cell, and the rest of the block is numbers and punctuation: so when the keys hold
         # every "e"/"E" of the block, no number has an exponent, and the scan for one can go.
@@ -515,55 +495,134 @@ def parse_fast(
             in_keys = sum(
                 count * (key.count("e") + key.count("E")) for key, count in key_cells.items()
             )
-            letters = np.count_nonzero(buf == ord("e")) + np.count_nonzero(buf == ord("E"))
-            exponents = int(letters) != in_keys
-        by_value, max_fraction, marked = _integral_means_int(buf, exponents=exponents)
-        largest = max(float(np.abs(parsed.values[k]).max()) for k in integral_keys)
-        by_value = by_value and largest < 10.0 ** (15 - max_fraction)
+            exponents = letters != in_keys
+        limit, marked = _integral_means_int(buf, exponents=exponents)
+        by_value = limit == np.inf or float(largest[integral].max()) < limit
         floats = None
         if by_value and not has_backslash:
             floats = _float_token_cells(buf, marked, starts, keys)
         if floats is not None:
             # Outside the float-token cells found, an integral cell is an int.
             float_rows, float_keys = floats
-            position = {key: i for i, key in enumerate(keys)}
-            for key in integral_keys:
-                values = parsed.values[key]
-                is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
-                is_int[float_rows[float_keys == position[key]]] = False
-                _mark_int(parsed.kinds[key], values, is_int)
-            integral_keys = []
-    if integral_keys:
-        # Rows holding a "1.0"-style token are few in practice: read just those with json.
-        rows = np.unique(np.searchsorted(starts, marked, side="right") - 1)
-        if by_value and len(rows) <= _MAX_MARKED:
-            # Outside the marked rows no float token can hold an integral value, so an
-            # integral cell there is an int; in the marked rows json.loads says which.
-            for key in integral_keys:
-                values = parsed.values[key]
-                is_int = (parsed.kinds[key] == FLOAT) & (values == np.trunc(values))
-                is_int[rows] = False
-                _mark_int(parsed.kinds[key], values, is_int)
-            for row in rows.tolist():
-                obj = json.loads(bytes(body[int(starts[row]) : int(ends[row])]))
-                for key, value in obj.items():
-                    if key in parsed.kinds and type(value) is int:
-                        parsed.kinds[key][row] = INT
-                        parsed.values[key][row] += 0.0
-            integral_keys = []
-    if integral_keys:
-        try:
-            ints = read(integral_keys, pl.Int64, ignore_errors=True)
-        except pl.exceptions.PolarsError:
-            return None
-        if ints.height != n:
-            return None
-        for key in integral_keys:
-            is_int = ints.get_column(key).alias("value").is_not_null().to_numpy()
-            _mark_int(parsed.kinds[key], parsed.values[key], is_int)
-    parsed.status[any_present] = OK
+            where = np.array([column.get(key, -1) for key in keys], dtype=np.int64)[float_keys]
+            if np.any(where < 0):
+                return None  # a float token of a key without cells: cannot happen
+            ints[float_rows, where] = False
+            _mark_ints(kinds, values, ints, integral)
+        else:
+            # Rows holding a "1.0"-style token are few in practice: read just those with json.
+            rows = np.unique(np.searchsorted(starts, marked, side="right") - 1)
+            if by_value and len(rows) <= _MAX_MARKED:
+                # Outside the marked rows no float token can hold an integral value, so an
+                # integral cell there is an int; in the marked rows json.loads says which.
+                ints[rows, :] = False
+                _mark_ints(kinds, values, ints, integral)
+                for row in rows.tolist():
+                    obj = json.loads(bytes(body[int(starts[row]) : int(ends[row])]))
+                    for key, value in obj.items():
+                        j = column.get(key)
+                        if j is not None and type(value) is int:
+                            kinds[row, j] = INT
+                            values[row, j] += 0.0
+            else:
+                integral_keys = [key for key, j in column.items() if integral[j]]
+                try:
+                    read_ints = read(integral_keys, pl.Int64, ignore_errors=True)
+                except pl.exceptions.PolarsError:
+                    return None
+                if read_ints.height != n:
+                    return None
+                for key in integral_keys:
+                    j = column[key]
+                    is_int = read_ints.get_column(key).alias("value").is_not_null().to_numpy()
+                    _mark_int(kinds[:, j], values[:, j], is_int)
+    parsed = Parsed(
+        name,
+        np.arange(1, n + 1, dtype=np.int64),
+        np.full(n, EMPTY, dtype=np.uint8),
+        newlines=len(newlines) + trailing_newlines,
+    )
+    # Columns of their own, so that merging blocks can free a block's columns one by one.
+    for key, j in column.items():
+        parsed.values[key] = values[:, j].copy()
+        parsed.kinds[key] = kinds[:, j].copy()
+    if present is None:
+        parsed.status[:] = OK if names else EMPTY
+    else:
+        parsed.status[present.any(axis=1)] = OK
     parsed.status[null_rows] = NULL
     return parsed
+
+
+
+def _column_groups(rows: int, columns: int) -> list[slice]:
+    step = max(1, _GROUP_CELLS // max(rows, 1))
+    return [slice(lo, min(lo + step, columns)) for lo in range(0, columns, step)]
+
+
+
+def _dense_columns(
+    frame: pl.DataFrame, null_counts: Sequence[int]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None,
+           npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
+    """The block's cells as rows x keys arrays (Fortran order: a column is contiguous):
+    values (0 where missing), kinds (FLOAT where present), presence (None: all present),
+    the present cells with an integral value, and each column's largest magnitude. None
+    when a value is not finite or reaches 2**53.
+
+    One conversion for all columns and numpy on groups of columns: a key costs no
+    Python-level step of its own, which a file of 200 keys would pay per block.
+    """
+    import polars as pl
+
+    n, width = frame.height, frame.width
+    nulls = any(null_counts)
+    if width:
+        values = (frame.fill_null(0.0) if nulls else frame).to_numpy(writable=True)
+        values = np.asfortranarray(values, dtype=np.float64)
+    else:
+        values = np.zeros((n, 0), dtype=np.float64, order="F")
+    present = None
+    if nulls:
+        # Every column's validity in one select: a Series method (is_not_null) runs as an
+        # expression of its own, about 1 ms each, which 200 keys would pay per block.
+        present = np.asfortranarray(frame.select(pl.all().is_not_null()).to_numpy())
+        kinds = present.view(np.uint8) * np.uint8(FLOAT)
+    else:
+        kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
+    ints = np.empty((n, width), dtype=np.bool_, order="F")
+    largest = np.zeros(width, dtype=np.float64)
+    scratch = _scratch.f64
+    for group in _column_groups(n, width):
+        part = values[:, group]
+        if part.size <= len(scratch):
+            temp = scratch[: part.size].reshape(part.shape, order="F")
+        else:  # a column of more rows than a group's cells
+            temp = np.empty(part.shape, dtype=np.float64, order="F")
+        magnitude = np.abs(part, out=temp).max(axis=0) if n else np.zeros(part.shape[1])
+        # >=, not >: the integers 2**53 + 1 (which the exact path rejects) and 2**53 both
+        # parse to the float 2**53 here, so only the exact path can tell them apart. NaN
+        # and infinities fail the comparison too (a filled 0 is finite).
+        if not np.all(magnitude < MAX_EXACT_INT):
+            return None
+        largest[group] = magnitude
+        np.equal(part, np.trunc(part, out=temp), out=ints[:, group])
+        if present is not None:
+            ints[:, group] &= present[:, group]
+    return values, kinds, present, ints, largest
+
+
+
+def _mark_ints(
+    kinds: npt.NDArray[np.uint8],
+    values: npt.NDArray[np.float64],
+    ints: npt.NDArray[np.bool_],
+    columns: npt.NDArray[np.bool_],
+) -> None:
+    """:func:`_mark_int` on the rows x keys arrays, for the groups holding a ``columns`` key."""
+    for group in _column_groups(*kinds.shape):
+        if columns[group].any():
+            _mark_int(kinds[:, group], values[:, group], ints[:, group])
 
 
 
@@ -605,43 +664,204 @@ def _mark_int(
     kinds: npt.NDArray[np.uint8], values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]
 ) -> None:
     """Mark cells as JSON integers (they were FLOAT): one pass each, no fancy indexing."""
-    kinds -= is_int.view(np.uint8) * np.uint8(FLOAT - INT)
+    np.subtract(kinds, is_int.view(np.uint8), out=kinds)  # FLOAT - INT == 1
     np.add(values, 0.0, out=values, where=is_int)  # JSON -0 is the int 0
+
+
+
+# The numpy checks of a block run on groups of columns of about this many cells, so their
+# temporaries stay in cache.
+_GROUP_CELLS = 1 << 17
+
+
+
+# Scans run on pieces of this many bytes: the same scans run ~3x faster than on 8 MB.
+_SCAN_BYTES = 1 << 20
+
+
+
+class _Scratch(threading.local):
+    """Per-thread buffers for the byte scans' intermediate results.
+
+    A fresh temporary of a megabyte is fresh memory from the system: its first use
+    faults in every page, which costs the scans ~10x their arithmetic. The scans write
+    into these instead (``out=``), one piece of the block at a time.
+    """
+
+    def __init__(self) -> None:
+        size = _SCAN_BYTES + 64
+        self.u8 = np.empty(size, dtype=np.uint8)
+        self.mask = np.empty(size, dtype=np.bool_)
+        self.other = np.empty(size, dtype=np.bool_)
+        self.f64 = np.empty(_GROUP_CELLS, dtype=np.float64)
+
+
+
+_scratch = _Scratch()
+
+
+
+def _census(buf: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.int64], int, int]:
+    """The positions of the newlines of ``buf``, its number of ``:`` and of ``e``/``E``."""
+    s = _scratch
+    newlines: list[npt.NDArray[np.int64]] = []
+    colons = letters = 0
+    for lo in range(0, len(buf), _SCAN_BYTES):
+        piece = buf[lo : lo + _SCAN_BYTES]
+        m = len(piece)
+        mask, u8 = s.mask[:m], s.u8[:m]
+        np.equal(piece, 10, out=mask)
+        newlines.append(np.flatnonzero(mask) + lo)
+        np.equal(piece, ord(":"), out=mask)
+        colons += int(np.count_nonzero(mask))
+        np.bitwise_or(piece, 32, out=u8)  # folds "E" onto "e" (and nothing else onto it)
+        np.equal(u8, ord("e"), out=mask)
+        letters += int(np.count_nonzero(mask))
+    if not newlines:
+        return np.zeros(0, dtype=np.int64), colons, letters
+    return np.concatenate(newlines), colons, letters
 
 
 
 def _integral_means_int(
     buf: npt.NDArray[np.uint8], *, exponents: bool = True
-) -> tuple[bool, int, npt.NDArray[np.int64]]:
+) -> tuple[float, npt.NDArray[np.int64]]:
     """Where a number token with an integral value could be a JSON float.
 
-    Returns ``(True, max_fraction_digits, marked)``. ``marked`` holds the positions of
-    the ``.`` of fractions of only zeros (``1262.0``) or of 18 digits or more, and of the
-    ``e``/``E`` of exponents (a digit before it): the tokens that can hold an integral
-    value, which the caller classifies one by one. Elsewhere a float token has a
-    non-zero fraction of at most ``max_fraction_digits`` digits, and if every value is
-    below ``10**(15 - that)`` the token has at most 15 significant digits, so its float64
-    keeps a non-zero fraction (15 digits survive the round trip): integral cells there
-    can only come from int tokens. A ``.`` or ``e`` inside a key only marks a position
-    the caller drops (it is not reached from a ``:`` over number bytes) or costs a
-    slower classification, never a wrong answer. The buffer is scanned in blocks so the
-    temporaries stay a few MB.
+    Returns ``(limit, marked)``. ``marked`` holds the positions of the ``.`` of fractions
+    of only zeros (``1262.0``) or of 18 digits or more, and of the ``e``/``E`` of
+    exponents (a digit before it): the tokens that can hold an integral value, which the
+    caller classifies one by one. Every other float token keeps a non-zero fraction in
+    its float64, so an integral cell there is an int token, provided the cells' values
+    are below ``limit``.
+
+    A token of at most 15 digits keeps its fraction (15 significant digits survive the
+    round trip to float64): when no run of 17 digit-or-dot bytes exists, no token has more
+    (a fraction has its ``.``), the limit is infinite, and only the ``.`` followed by
+    ``0`` need a look. Otherwise each ``.`` is followed digit by digit: with fractions of
+    at most ``d`` digits elsewhere, a value below ``10**(15 - d)`` has at most 15.
+
+    A ``.`` or ``e`` inside a key only marks a position the caller drops (it is not
+    reached from a ``:`` over number bytes) or costs a slower classification, never a
+    wrong answer. The buffer is scanned in blocks so the temporaries stay a few MB.
     """
+    marked = _short_tokens(buf, exponents)
+    if marked is not None:
+        return np.inf, marked
+    return _any_tokens(buf, exponents)
+
+
+
+def _exponents(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> npt.NDArray[np.int64]:
+    """The positions in ``[lo, hi)`` of an ``e``/``E`` after a digit (the pair may
+    straddle pieces; ``| 32`` folds ``E`` onto ``e``)."""
+    pair = buf[max(lo - 1, 0) : hi]
+    m = len(pair) - 1
+    u8, exponent, digit = _scratch.u8[:m], _scratch.mask[:m], _scratch.other[:m]
+    np.bitwise_or(pair[1:], 32, out=u8)
+    np.equal(u8, ord("e"), out=exponent)
+    np.subtract(pair[:-1], ord("0"), out=u8)
+    np.less(u8, 10, out=digit)
+    exponent &= digit
+    return np.flatnonzero(exponent) + max(lo, 1)
+
+
+
+def _short_tokens(buf: npt.NDArray[np.uint8], exponents: bool) -> npt.NDArray[np.int64] | None:
+    """The marked positions of :func:`_integral_means_int` when no run of 17 digit or
+    ``.`` bytes exists in ``buf``; else None."""
     n = len(buf)
-    block = 1 << 20  # cache-sized pieces: the same scans run ~3x faster than on 8 MB
+    marked: list[npt.NDArray[np.int64]] = []
+    for lo in range(0, n, _SCAN_BYTES):
+        hi = min(lo + _SCAN_BYTES, n)
+        # runs starting in [lo, hi): the piece reaches 16 bytes further
+        if _has_long_run(buf[lo : min(hi + 16, n)]):
+            return None
+        if exponents:
+            marked.append(_exponents(buf, lo, hi))
+        dots = _dot_zero(buf, lo, hi)
+        if not dots.size:
+            continue
+        # a "." then "0": the start of a fraction that may be all zeros (at most 15 digits)
+        zeros_only = np.ones(dots.size, dtype=np.bool_)
+        alive = np.ones(dots.size, dtype=np.bool_)
+        for k in range(2, 17):
+            at = np.minimum(dots + k, n - 1)
+            c = buf[at]
+            digit = alive & (dots + k < n) & ((c - ord("0")) < 10)
+            zeros_only &= ~digit | (c == ord("0"))
+            alive = digit
+            if not alive.any():
+                break
+        marked.append(dots[zeros_only])
+    return np.concatenate(marked) if marked else np.zeros(0, dtype=np.int64)
+
+
+
+_EIGHT_ONES = np.uint64(0x0101010101010101)
+
+
+
+def _has_long_run(piece: npt.NDArray[np.uint8]) -> bool:
+    """Whether 17 consecutive bytes of ``piece`` are digits or ``.``.
+
+    Such a run holds an aligned 8-byte word of them, so the words come first (an eighth
+    of the comparisons); only a piece with such a word (a long number, digits in keys)
+    is searched byte by byte.
+    """
+    m = len(piece)
+    whole = m // 8 * 8
+    u8, near, words = _scratch.u8[:m], _scratch.mask[:m], _scratch.other[: whole // 8]
+    np.subtract(piece, ord("."), out=u8)
+    np.less(u8, 12, out=near)  # "." "/" and the digits: a superset, for the words
+    np.equal(near[:whole].view(np.uint64), _EIGHT_ONES, out=words)
+    if not words.any():
+        return False
+    run = ((piece - ord("0")) < 10) | (piece == ord("."))
+    run = run[:-1] & run[1:]  # run[i]: bytes i..i+1 all digits or "."
+    run = run[:-2] & run[2:]  # i..i+3
+    run = run[:-4] & run[4:]  # i..i+7
+    run = run[:-8] & run[8:]  # i..i+15
+    return bool(np.any(run[:-1] & run[1:]))  # i..i+16
+
+
+
+_DOT_ZERO = int.from_bytes(b".0", "little")
+
+
+
+def _dot_zero(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> npt.NDArray[np.int64]:
+    """The positions in ``[lo, hi)`` of a ``.`` followed by ``0``: the byte pairs read as
+    16-bit words, at even and at odd offsets (half the comparisons of byte by byte)."""
+    found = []
+    for shift in (0, 1):
+        start = lo + shift
+        pairs = (min(hi + 1, len(buf)) - start) // 2
+        if pairs <= 0:
+            continue
+        words = buf[start : start + 2 * pairs].view("<u2")
+        hit = _scratch.mask[:pairs]
+        np.equal(words, _DOT_ZERO, out=hit)
+        found.append(np.flatnonzero(hit) * 2 + start)
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(np.concatenate(found))
+
+
+
+def _any_tokens(
+    buf: npt.NDArray[np.uint8], exponents: bool
+) -> tuple[float, npt.NDArray[np.int64]]:
+    """:func:`_integral_means_int` for any token length: every ``.`` followed digit by
+    digit."""
+    n = len(buf)
     longest = 0
     marked: list[npt.NDArray[np.int64]] = []
-    none = np.zeros(0, dtype=np.int64)
-    for lo in range(0, n, block):
-        hi = min(lo + block, n)
-        chunk = buf[lo:hi]
-        # a digit followed by e or E (| 32 folds "E" onto "e"); the pair may straddle pieces
-        pair = buf[lo : hi + 1]
+    for lo in range(0, n, _SCAN_BYTES):
+        hi = min(lo + _SCAN_BYTES, n)
         if exponents:
-            exponent = ((pair[1:] | 32) == ord("e")) & ((pair[:-1] - ord("0")) < 10)
-            if exponent.any():
-                marked.append(np.flatnonzero(exponent) + (lo + 1))
-        dots = np.flatnonzero(chunk == ord(".")) + lo
+            marked.append(_exponents(buf, lo, hi))
+        dots = np.flatnonzero(buf[lo:hi] == ord(".")) + lo
         if dots.size == 0:
             continue
         digits = np.zeros(dots.size, dtype=np.int64)
@@ -662,12 +882,14 @@ def _integral_means_int(
         real = numeric & ~candidate
         if real.any():
             longest = max(longest, int(digits[real].max()))
-    return True, longest, np.concatenate(marked) if marked else none
+    limit = 10.0 ** (15 - longest)
+    return limit, np.concatenate(marked) if marked else np.zeros(0, dtype=np.int64)
 
 
 
 # The bytes a JSON number token (and the whitespace around it) is made of.
 NUMBER_BYTES = np.zeros(256, dtype=np.bool_)
+NUMBER_BYTES[list(b"0123456789.eE+- \t\r")] = True
 
 
 
@@ -725,10 +947,12 @@ def _float_token_cells(
 
 
 WHITESPACE = np.zeros(256, dtype=np.bool_)
+WHITESPACE[list(b" \t\r")] = True
 
 
 
 NOT_QUOTE = np.ones(256, dtype=np.bool_)
+NOT_QUOTE[ord('"')] = False
 
 
 
