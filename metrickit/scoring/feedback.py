@@ -98,7 +98,10 @@ def _words(text: str) -> list[str]:
 
 def _quote(value: Any, limit: int = _QUOTE) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
+    if len(text) <= limit:
+        return text
+    end = text[0] if text[0] in "'\"" else ""
+    return text[: limit - 3 - len(end)] + "..." + end
 
 
 def is_generic(feedback: str, *, full: bool = False) -> bool:
@@ -237,7 +240,7 @@ def feedback_warnings(cases: Sequence[FeedbackCase]) -> list[str]:
         elif not at_full:
             values = [v for v in (case.expected, case.output) if _leaves(v)]
             if values and not any(names_value(text, v) for v in values):
-                named = "the expected value or the output" if case.expected is not None \
+                named = "the expected value nor the output" if case.expected is not None \
                     else "the output"
                 warnings.append(
                     f"{case.describe()}: feedback {_quote(text)} names neither "
@@ -302,6 +305,12 @@ class FeedbackReport:
         return self.distinct / self.n_feedback if self.n_feedback else math.nan
 
     @property
+    def failing_distinct_share(self) -> float:
+        """Distinct feedback strings per failing case: what an optimiser learns from."""
+        failing = self.rows[self.rows["failing"].fillna(False).astype(bool)]
+        return failing["feedback"].nunique() / len(failing) if len(failing) else math.nan
+
+    @property
     def names_expected_share(self) -> float:
         """Share of failing cases with an expected value whose feedback names that value."""
         return (self.names_expected / self.failing_with_expected
@@ -315,6 +324,7 @@ class FeedbackReport:
             "cases": float(self.n_cases),
             "with feedback": float(self.n_feedback),
             "distinct share": self.distinct_share,
+            "distinct share (failing)": self.failing_distinct_share,
             "generic share": float(with_feedback["generic"].mean()) if len(with_feedback)
             else math.nan,
             "empty share": float(with_feedback["empty"].mean()) if len(with_feedback)
@@ -328,8 +338,9 @@ class FeedbackReport:
         lines = [
             f"Feedback of {self.n_cases} cases ({self.n_feedback} with feedback"
             + (f", {self.n_errors} failed calls without" if self.n_errors else "") + ")",
-            f"  distinct strings: {self.distinct} ({self.distinct_share:.0%} of cases with "
-            "feedback)" if self.n_feedback else "  no feedback to look at",
+            f"  distinct strings: {self.distinct} ({self.distinct_share:.1%} of cases with "
+            f"feedback; {self.failing_distinct_share:.1%} among failing cases)"
+            if self.n_feedback else "  no feedback to look at",
         ]
         if self.lengths:
             lg = self.lengths
