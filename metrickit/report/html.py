@@ -1,0 +1,1183 @@
+"""One file to share: a self-contained HTML report of a trial table, or Markdown with images.
+
+:func:`report` (``metrickit report`` on the command line) turns a trial table, one row per
+(candidate, task, attempt), into a single HTML file that opens from ``file://`` and loads
+nothing from the network: the plots are PNG images inside the page as ``data:`` URIs, the
+style is inline, there is no script, and a Content-Security-Policy forbids every other
+request. A path ending in ``.md`` writes Markdown instead, with the images in a
+``<name>_files/`` folder beside it, for pull requests and wikis.
+
+The page is built from Jinja2 templates shipped in ``metrickit/report/templates`` with
+autoescaping on (HTML); the Python side only computes the numbers and formats them as
+text cells. What it holds, in order:
+
+* **Overview**: trials, candidates, tasks, the value read and the other reward keys.
+* **Candidates**: per candidate (``by``, default ``eval``) the mean with its
+  task-clustered 95 % interval (:func:`metrickit.compute.stats.breakdown`), the rank
+  interval and the probability of being best
+  (:func:`metrickit.compute.metrics.compare_metrics`), and the verdict: "best" only when
+  one candidate is best at 95 %, otherwise who is tied.
+* **pass@k** (:func:`metrickit.compute.passk.pass_at_k` on the value).
+* **Trade-off** of the value against time per trial with cost as colour, and the Pareto
+  front with each candidate's probability of being on it.
+* **Tasks**: the task × candidate heatmap.
+* **Flips** between the two best candidates that share tasks
+  (:func:`metrickit.compute.stats.compare_runs`).
+* **Errors** by outcome and exception type, and **cost and tokens**.
+* **REWARD_SPEC**, when one is given: the spec and the candidates ranked by it.
+* **Provenance**: metrickit's version, Harbor's (or Inspect's) where the files record it,
+  the job folders with the sha256 of their ``result.json``, the task checksums, the
+  command and the time (UTC).
+
+A value that is missing (NA: the reward key is absent from a candidate's whole evaluation)
+is shown as *missing*, never as 0, and that candidate is left out of the rankings.
+
+The REWARD_SPEC section needs a spec object with ``to_dict()`` and ``score_arrays()``
+(:class:`metrickit.RewardSpec`); this module does not read scorer files itself (the
+report and scoring layers are independent), so ``main_report`` takes a ``spec_loader``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import math
+import shlex
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from metrickit.errors import MetrickitError
+
+__all__ = [
+    "Code",
+    "Figure",
+    "Section",
+    "Table",
+    "add_report_arguments",
+    "build_sections",
+    "load_sources",
+    "main_report",
+    "report",
+    "run_report",
+]
+
+Cell = str | None  # None: not measured (NA), shown as "missing"
+SpecLoader = Callable[[Path], Any]
+
+_TASK = "task_name"
+_LABEL = "__task_label"  # the task of each row, source/task_name when sources differ
+_LONG_MESSAGE = 160  # characters of an exception message quoted in the errors table
+
+
+# -- the blocks the templates render ---------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """A table of text cells; None is a missing value.
+
+    ``classes`` gives each column a class: ``"num"`` (right-aligned; Markdown aligns it
+    right too), ``"name"`` (never wrapped), ``"mono"`` (fixed-width, for hashes) or ``""``,
+    as one space-separated string (``"name num num"``). ``marks`` gives each row a class:
+    ``"best"``, ``"tied"``, ``"total"`` or ``""``.
+    """
+
+    columns: list[str]
+    rows: list[list[Cell]]
+    classes: str = ""
+    caption: str = ""
+    marks: list[str] = field(default_factory=list)
+    id: str = ""
+    kind: str = "table"
+
+    @property
+    def column_classes(self) -> list[str]:
+        """One class per column (``"-"`` in ``classes`` and missing entries are none)."""
+        given = [c if c != "-" else "" for c in self.classes.split()]
+        return (given + [""] * len(self.columns))[: len(self.columns)]
+
+    def __post_init__(self) -> None:
+        self.marks = self.marks or [""] * len(self.rows)
+
+
+@dataclass
+class Figure:
+    """A plot as PNG bytes; ``path`` is where the Markdown variant puts the file."""
+
+    name: str
+    caption: str
+    alt: str
+    png: bytes
+    width: int
+    height: int
+    path: str = ""
+    kind: str = "figure"
+
+    @property
+    def data_uri(self) -> str:
+        """The image inline, as the HTML page embeds it."""
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+@dataclass
+class Code:
+    """A literal block (the REWARD_SPEC)."""
+
+    text: str
+    caption: str = ""
+    language: str = ""
+    kind: str = "code"
+
+
+@dataclass
+class Section:
+    """One heading of the report: a verdict line, paragraphs, blocks, and notes."""
+
+    id: str
+    heading: str
+    verdict: str = ""
+    text: list[str] = field(default_factory=list)
+    blocks: list[Table | Figure | Code] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+
+def _finite(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _num(x: Any, digits: int = 3) -> Cell:
+    v = _finite(x)
+    return None if v is None else f"{v:.{digits}f}"
+
+
+def _int(x: Any) -> Cell:
+    v = _finite(x)
+    return None if v is None else f"{round(v):,}"
+
+
+def _share(x: Any) -> Cell:
+    v = _finite(x)
+    if v is None:
+        return None
+    return f"{v:.1%}" if 0 < abs(v) < 0.095 else f"{v:.0%}"
+
+
+def _usd(x: Any) -> Cell:
+    v = _finite(x)
+    if v is None:
+        return None
+    if v == 0:
+        return "$0"
+    decimals = max(2, 2 - math.floor(math.log10(abs(v))))
+    return f"${v:,.{min(decimals, 6)}f}"
+
+
+def _duration(ms: Any) -> Cell:
+    v = _finite(ms)
+    if v is None:
+        return None
+    for limit, scale, unit in ((1e3, 1.0, "ms"), (1.2e5, 1e3, "s"), (7.2e6, 6e4, "min")):
+        if abs(v) < limit:
+            return f"{v / scale:.{0 if unit == 'ms' else 1}f} {unit}"
+    return f"{v / 3.6e6:.1f} h"
+
+
+def _interval(low: Any, high: Any) -> Cell:
+    lo, hi = _finite(low), _finite(high)
+    return None if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _ranks(low: Any, high: Any) -> Cell:
+    lo, hi = _finite(low), _finite(high)
+    if lo is None or hi is None:
+        return None
+    return f"{int(lo)}" if lo == hi else f"{int(lo)}–{int(hi)}"
+
+
+def _listing(names: Sequence[Any]) -> str:
+    return ", ".join(str(n) for n in names)
+
+
+def _md(text: Any) -> str:
+    """Text for a Markdown table cell or line: pipes and line breaks would end the cell,
+    and ``*``/``_``/backquotes would start emphasis or code."""
+    out = " ".join(str(text).split())
+    for char in ("\\", "|", "*", "_", "`", "[", "]", "<", ">"):
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+# -- the data --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Data:
+    """The trial table as pandas, split the ways the sections need it."""
+
+    all: Any  # every row with a known candidate (invalid rows dropped)
+    finished: Any  # not running
+    valued: Any  # finished, with a value (not NA)
+    by: str
+    value: str
+    keys: list[str]
+    candidates: list[Any]
+    missing: list[Any]  # candidates whose value is NA on every finished trial
+    notes: list[str]
+
+
+def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
+    """The value column: the one given, else the table's only reward key with values, else
+    ``reward`` when the table has it."""
+    from metrickit._core.frame import reward_keys
+
+    keys = reward_keys(df)
+    if value is not None:
+        if value not in df.columns:
+            raise MetrickitError(
+                f"value={value!r} is not a column; reward keys are {keys} "
+                f"(columns: {list(df.columns)})"
+            )
+        return value, keys
+    present = [k for k in keys if "_kind_" + k not in df.columns
+               or (df["_kind_" + k].astype(str) != "missing").any()]
+    if len(present) == 1:
+        return present[0], keys
+    if "reward" in present:
+        return "reward", keys
+    raise MetrickitError(
+        f"the table has {len(present)} reward keys {present}; pass value= (--value) to "
+        "choose the one the report ranks by" if present
+        else "the table has no reward column; pass value= naming a numeric column"
+    )
+
+
+def _prepare(trials: Any, value: str | None, by: str) -> _Data:
+    import narwhals as nw
+    import pandas as pd
+
+    from metrickit.compute.stats import task_labels
+
+    nf = nw.from_native(trials, eager_only=True)
+    df = trials if isinstance(trials, pd.DataFrame) else nf.to_pandas()
+    notes: list[str] = []
+    for column in (by, _TASK):
+        if column not in df.columns:
+            raise MetrickitError(
+                f"{column!r} is not a column of the trial table; columns are {list(df.columns)}"
+            )
+    status = df["_status"].astype(str) if "_status" in df.columns else pd.Series(
+        "ok", index=df.index)
+    invalid = (status == "invalid").to_numpy()
+    if invalid.any():
+        notes.append(f"{int(invalid.sum())} unreadable trial(s) (status 'invalid') left out")
+    unknown = df[by].isna().to_numpy() & ~invalid
+    if unknown.any():
+        notes.append(
+            f"{int(unknown.sum())} trial(s) without a {by!r} (running, configuration not "
+            "written yet) left out"
+        )
+    df = df[~invalid & ~unknown].reset_index(drop=True)
+    if not len(df):
+        raise MetrickitError("the trial table has no trial to report on")
+    column, keys = _choose_value(df, value)
+    df = df.assign(**{_LABEL: task_labels(df, _TASK).astype(str).to_numpy()})
+    running = (df["_status"].astype(str) == "running").to_numpy() if "_status" in df else (
+        df[column].isna().to_numpy() & False)
+    finished = df[~running].reset_index(drop=True)
+    x = pd.to_numeric(finished[column], errors="coerce")
+    valued = finished[x.notna().to_numpy()].reset_index(drop=True)
+    if not len(valued):
+        raise MetrickitError(
+            f"{column!r} is missing (NA) on every finished trial: no evaluation in the table "
+            f"has that reward key; reward keys are {keys}"
+        )
+    candidates = sorted(df[by].unique().tolist(), key=str)
+    have = set(valued[by].unique().tolist())
+    missing = [c for c in candidates if c not in have]
+    return _Data(df, finished, valued, by, column, keys, candidates, missing, notes)
+
+
+def _png(ax: Any) -> tuple[bytes, int, int]:
+    import matplotlib.pyplot as plt
+
+    fig = getattr(ax, "figure", ax)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    width, height = (round(v) for v in fig.get_size_inches() * 100)
+    plt.close(fig)
+    return buffer.getvalue(), width, height
+
+
+def _figure(name: str, caption: str, alt: str, ax: Any) -> Figure:
+    png, width, height = _png(ax)
+    return Figure(name, caption, alt, png, width, height)
+
+
+# -- sections --------------------------------------------------------------------------------
+
+
+def _overview(d: _Data, n_tasks: int) -> Section:
+    running = len(d.all) - len(d.finished)
+    other = [k for k in d.keys if k != d.value]
+    text = [
+        f"{len(d.all):,} trial(s) ({len(d.finished):,} finished, {running:,} running) of "
+        f"{len(d.candidates)} candidate(s) on {n_tasks} task(s). Candidates are the values "
+        f"of {d.by!r}; the report ranks them by {d.value!r}"
+        + (f" (other reward keys in the table: {_listing(other)})." if other else "."),
+        "Intervals are 95 % and clustered by task: attempts of one task are repeated "
+        "measures, not new tasks. A candidate is called best only when it is best at 95 %; "
+        "otherwise the candidates tied with the leader are named.",
+    ]
+    notes = list(d.notes)
+    if d.missing:
+        notes.append(
+            f"{d.value!r} is missing (NA) for {_listing(d.missing)}: no trial of their "
+            "evaluation has that key. They are shown as missing, never as 0, and are left "
+            "out of the rankings and plots of the value."
+        )
+    return Section("overview", "Overview", text=text, notes=notes)
+
+
+def _headline(d: _Data) -> tuple[Section, Any]:
+    """The candidates table, the ranking (``compare_metrics``) and the bar chart."""
+    from metrickit.compute.metrics import compare_metrics
+    from metrickit.compute.stats import breakdown
+    from metrickit.report import plots
+
+    table = breakdown(d.all, by=d.by, value=d.value)
+    ranking = compare_metrics(d.valued, {d.value: d.value}, by=d.by, cluster=_LABEL)
+    ranked = ranking.table.set_index("group")
+    best = ranking.best().get(d.value, [])
+    order = sorted(
+        range(len(table)),
+        key=lambda i: (
+            table[d.by].iloc[i] not in ranked.index,
+            ranked["rank"].get(table[d.by].iloc[i], 0),
+            str(table[d.by].iloc[i]),
+        ),
+    )
+    rows: list[list[Cell]] = []
+    marks: list[str] = []
+    for i in order:
+        r = table.iloc[i]
+        name = r[d.by]
+        k = ranked.loc[name] if name in ranked.index else None
+        note = str(r["note"]) if isinstance(r["note"], str) else ""
+        rows.append([
+            None if k is None else str(int(k["rank"])),
+            str(name),
+            _num(r["mean"]),
+            _interval(r["ci_low"], r["ci_high"]),
+            None if k is None else _ranks(k["rank_low"], k["rank_high"]),
+            None if k is None else _share(k["p_best"]),
+            _int(r["n"]),
+            _int(r["n_tasks"]),
+            _int(r["n_errors"]),
+            _usd(r["mean_cost_usd"]),
+            _duration(r["mean_latency_ms"]),
+            str(r["method"]) if isinstance(r["method"], str) and k is not None else None,
+            note,
+        ])
+        marks.append(("best" if len(best) == 1 else "tied") if name in best else "")
+    columns = ["rank", "candidate", f"mean {d.value}", "95% CI", "rank 95%", "P(best)",
+               "trials", "tasks", "errors", "cost / trial", "time / trial", "interval", "note"]
+    if len(best) == 1:
+        verdict = f"Best: {best[0]} (best at 95 %)."
+    elif best:
+        verdict = f"Tied for best: {_listing(best)} (none is best at 95 %)."
+    else:
+        verdict = "No ranking: no candidate has a rank interval."
+    text = [
+        "Rank 95 % is the interval of each candidate's rank over 1,000 draws of the "
+        "candidates' means from their task-clustered joint sampling distribution; P(best) "
+        "is the share of draws it is best in. A candidate is tied with the leader when its "
+        "rank interval reaches the leader's or their difference is not significant after "
+        "Holm's adjustment.",
+    ]
+    notes = list(ranking.notes)
+    sets = d.valued.groupby(d.by)[_LABEL].agg(lambda s: frozenset(s))
+    if sets.nunique() > 1:
+        notes.append(
+            f"the candidates did not all run the same tasks ({sets.nunique()} different task "
+            "sets): their means are over different tasks, compare them with care"
+        )
+    section = Section("candidates", "Candidates", verdict=verdict, text=text, notes=notes)
+    classes = "num name num num num num num num num num num - note"
+    section.blocks.append(Table(columns, rows, classes, marks=marks, id="headline",
+                                caption=f"Mean {d.value} per candidate, best first"))
+    ax = plots.candidate_bars(d.valued, column=d.value, by=d.by, cluster=_LABEL)
+    section.blocks.append(_figure(
+        "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals; "
+        "orange: best at 95 %, gold: tied for best.",
+        f"bar chart of mean {d.value} per candidate", ax))
+    return section, ranking
+
+
+def _pass_at_k(d: _Data) -> Section:
+    from metrickit.compute.passk import pass_at_k
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = pass_at_k(d.finished, by=d.by, value=d.value)
+    table = result.table
+    notes = [str(w.message) for w in caught] + list(result.notes)
+    section = Section(
+        "pass-at-k", "pass@k",
+        text=[f"pass@k per candidate from {d.value!r} (a trial passes when the value is 1): "
+              "the unbiased estimator over each task's attempts, averaged over tasks. "
+              "pass^k is the chance that all k attempts pass."],
+        notes=notes,
+    )
+    if not len(table):
+        section.text.append("No candidate has pass@k (it needs 0/1 values and a task run "
+                            "at least once).")
+        return section
+    ks = sorted(int(k) for k in table["k"].unique())
+    rows = []
+    for name in d.candidates:
+        part = table[table[d.by] == name].set_index("k")
+        cells: list[Cell] = [str(name)]
+        cells += [_num(part["pass_at_k"].get(k)) for k in ks]
+        cells += [_num(part["pass_hat_k"].get(k)) for k in ks]
+        cells.append(_int(part["n_tasks"].iloc[0]) if len(part) else None)
+        rows.append(cells)
+    columns = ["candidate", *(f"pass@{k}" for k in ks), *(f"pass^{k}" for k in ks), "tasks"]
+    section.blocks.append(Table(columns, rows, "name" + " num" * (len(columns) - 1),
+                                id="pass-at-k-table"))
+    return section
+
+
+def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
+    import numpy as np
+
+    from metrickit.compute.ranking import candidate_table
+    from metrickit.report import plots
+
+    def measured(column: str) -> bool:
+        return column in d.valued and np.isfinite(
+            d.valued[column].to_numpy(dtype=float, na_value=np.nan)).any()
+
+    if not measured("total_ms"):
+        return None
+    cost = "cost_usd" if measured("cost_usd") else None
+    columns = [d.value, "total_ms", *([cost] if cost else [])]
+    frame = d.valued[[d.by, _LABEL, *columns]].copy()
+    for column in columns:
+        frame[column] = frame[column].astype(float)
+    means = candidate_table(frame, columns, by=d.by, cluster=_LABEL, maximize=(d.value,),
+                            minimize=("total_ms", "cost_usd"))
+    front = plots.pareto_front(means, maximize=(d.value,), minimize=("total_ms", "cost_usd"))
+    ax = plots.tradeoff(frame, x="total_ms", y=d.value, color=cost, by=d.by, cluster=_LABEL,
+                        highlight=best[0] if len(best) == 1 else None,
+                        tied=best if len(best) > 1 else None)
+    caption = (f"Mean {d.value} against time per trial" + (", colour: cost per trial" if cost
+                                                            else "")
+               + "; whiskers: 95 % intervals; ringed and joined: the Pareto front, with each "
+               "candidate's probability of being on it.")
+    section = Section("tradeoff", "Trade-off", text=[
+        f"A candidate is on the Pareto front when no other has a higher {d.value} and is "
+        "also at least as fast" + (" and as cheap" if cost else "") + ". The front is an "
+        "estimate: P(front) is the share of draws of the means in which the candidate is "
+        "on it."])
+    section.blocks.append(_figure("tradeoff", caption,
+                                  f"scatter of mean {d.value} against time per trial", ax))
+    rows = []
+    marks = []
+    order = np.argsort(-means[d.value].to_numpy(dtype=float), kind="stable")
+    for i in order:
+        r = means.iloc[int(i)]
+        rows.append([str(r[d.by]), _num(r[d.value]), _duration(r["total_ms"]),
+                     _usd(r[cost]) if cost else None, "yes" if front[int(i)] else "no",
+                     _share(r["p_front"])])
+        marks.append("best" if front[int(i)] else "")
+    section.blocks.append(Table(
+        ["candidate", f"mean {d.value}", "time / trial", "cost / trial", "on the front",
+         "P(front)"], rows, "name num num num - num", marks=marks,
+        id="pareto"))
+    if not cost:
+        section.notes.append("no cost was recorded: the front is over value and time only")
+    return section
+
+
+def _heatmap(d: _Data) -> Section:
+    from metrickit.report import plots
+
+    task = "task" if _LABEL in d.finished else _TASK
+    frame = d.finished.rename(columns={_LABEL: "task"}) if task == "task" else d.finished
+    ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value)
+    return Section(
+        "tasks", "Tasks",
+        text=["Mean value per task and candidate: tasks easiest first, candidates best first. "
+              "A grey cell was not measured (the candidate did not run the task, or the key "
+              "is missing from its evaluation); it is not a 0."],
+        blocks=[_figure("heatmap", f"Mean {d.value} per task (rows) and candidate "
+                        "(columns); grey: not measured.",
+                        f"heatmap of mean {d.value} per task and candidate", ax)],
+    )
+
+
+def _flips(d: _Data, ranking: Any) -> Section:
+    from metrickit.compute.stats import compare_runs
+
+    section = Section("flips", "Flips between the two best")
+    table = ranking.table.sort_values(["rank", "p_best"], ascending=[True, False])
+    order = table["group"].tolist()
+    if len(order) < 2:
+        section.text.append("Only one candidate has values: nothing to compare.")
+        return section
+    tasks = d.valued.groupby(d.by)[_LABEL].agg(lambda s: set(s))
+    leader = order[0]
+    other = next((c for c in order[1:] if tasks[c] & tasks[leader]), None)
+    if other is None:
+        section.text.append(f"No other candidate ran a task {leader} ran: nothing to pair.")
+        return section
+    if other != order[1]:
+        section.notes.append(
+            f"{order[1]} (second) shares no task with {leader}; compared with {other}, the "
+            "best-ranked candidate that does")
+    cmp = compare_runs(d.valued, leader, other, by=d.by, task=_LABEL, value=d.value)
+    diff = cmp.difference
+    section.verdict = (
+        f"{leader} vs {other}: difference {diff.estimate:+.3f} "
+        + (f"[{diff.low:+.3f}, {diff.high:+.3f}] " if _finite(diff.low) is not None else "")
+        + (f"(95 % paired t over {cmp.n_tasks} tasks, p = {cmp.pvalue:.3g})"
+           if _finite(cmp.pvalue) is not None else f"({cmp.n_tasks} paired task(s))")
+    )
+    section.text.append(f"A: {leader}. B: {other}.")
+    section.text.append(
+        f"Tasks won / lost / tied by A: {cmp.wins} / {cmp.losses} / {cmp.ties}. "
+        "A flip is a task one passes (mean over its attempts at least 0.5) and the other "
+        "fails.")
+    flips = cmp.flips
+    section.notes.extend(cmp.notes)
+    if not len(flips):
+        section.text.append("No task flips between them.")
+        return section
+
+    def trial_names(folders: Any) -> str:
+        return ", ".join(Path(str(f)).name for f in folders) if isinstance(folders, list) else ""
+
+    rows = []
+    for _, r in flips.iterrows():
+        rows.append([
+            str(r[_LABEL]), _num(r["mean_a"], 2), _num(r["mean_b"], 2),
+            "A passes, B fails" if r["flip"] == "pass→fail" else "B passes, A fails",
+            trial_names(r.get("trials_a")), trial_names(r.get("trials_b")),
+        ])
+    section.blocks.append(Table(
+        ["task", "mean A", "mean B", "flip", "trials of A", "trials of B"], rows,
+        "name num num name",
+        id="flips-table", caption=f"{len(flips)} flip(s)"))
+    return section
+
+
+def _errors(d: _Data) -> Section:
+    import pandas as pd
+
+    f = d.finished
+    section = Section("errors", "Errors and exceptions")
+    status = f["_status"].astype(str) if "_status" in f else pd.Series("ok", index=f.index)
+    has_exc = f["exception_type"].notna() if "exception_type" in f else pd.Series(
+        False, index=f.index)
+    rows = []
+    for name in d.candidates:
+        mine = (f[d.by] == name).to_numpy()
+        running = int(((d.all[d.by] == name) & (d.all["_status"].astype(str) == "running")).sum()
+                      ) if "_status" in d.all else 0
+        no_reward = int((mine & status.isin(["null", "empty"]).to_numpy()).sum())
+        rows.append([str(name), _int(mine.sum()), _int(no_reward),
+                     _int((mine & has_exc.to_numpy()).sum()), _int(running)])
+    section.blocks.append(Table(
+        ["candidate", "finished", "without a reward", "with an exception", "running"], rows,
+        "name num num num num", id="outcomes",
+        caption="Trials by outcome"))
+    for column, caption in (("exception_type", "Exceptions by type"),
+                            ("step_exception_type", "Step exceptions by type")):
+        if column not in f or not f[column].notna().any():
+            continue
+        rows = []
+        counts = f[column].dropna().astype(str).value_counts()
+        for kind, count in counts.items():
+            these = f[f[column].astype(str) == kind]
+            per = these[d.by].astype(str).value_counts()
+            message = ""
+            if column == "exception_type" and "exception_message" in these:
+                first = these["exception_message"].dropna()
+                message = " ".join(str(first.iloc[0]).split())[:_LONG_MESSAGE] if len(
+                    first) else ""
+            rows.append([str(kind), _int(count), _share(count / len(f)),
+                         ", ".join(f"{c}: {n}" for c, n in per.items()), message])
+        section.blocks.append(Table(
+            ["type", "trials", "share of finished", "per candidate", "example message"],
+            rows, "name num num - note", caption=caption,
+            id=column.replace("_", "-")))
+    if not has_exc.any():
+        section.text.append("No trial recorded an exception.")
+    return section
+
+
+def _costs(d: _Data) -> Section:
+    import pandas as pd
+
+    f = d.finished
+    section = Section("costs", "Cost and tokens")
+
+    def column(name: str) -> Any:
+        if name not in f:
+            return pd.Series(float("nan"), index=f.index)
+        return pd.to_numeric(f[name], errors="coerce").astype(float)
+
+    cost, time = column("cost_usd"), column("total_ms")
+    tokens = {k: column(k) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens")}
+    value = pd.to_numeric(f[d.value], errors="coerce").astype(float)
+    rows = []
+    for name in [*d.candidates, None]:
+        mine = (f[d.by] == name).to_numpy() if name is not None else slice(None)
+        c = cost[mine]
+        mean_value = value[mine].mean()
+        per_success = (c.mean() / mean_value if c.notna().any() and _finite(mean_value)
+                       and mean_value > 0 else None)
+        rows.append([
+            "all candidates" if name is None else str(name),
+            _int(len(c)),
+            _usd(c.sum(min_count=1)),
+            _usd(c.mean()),
+            _usd(per_success),
+            *(_int(t[mine].sum(min_count=1)) for t in tokens.values()),
+            _duration(time[mine].mean()),
+            _int(int(c.isna().sum())),
+        ])
+    section.blocks.append(Table(
+        ["candidate", "trials", "total cost", "cost / trial", f"cost / unit of {d.value}",
+         "input tokens", "cache tokens", "output tokens", "time / trial",
+         "trials without cost"],
+        rows, "name" + " num" * 9, marks=[""] * len(d.candidates) + ["total"],
+        id="costs-table"))
+    section.text.append(
+        f"Cost / unit of {d.value} is the mean cost per trial divided by the mean {d.value} "
+        "(for 0/1 rewards: the cost of one success). Sums and means are over the trials "
+        "that recorded the quantity.")
+    return section
+
+
+def _spec_section(d: _Data, spec: Any, source: str) -> Section:
+    import numpy as np
+    import pandas as pd
+
+    from metrickit.compute.metrics import compare_metrics
+
+    frame = d.valued
+    acc = pd.to_numeric(frame[d.value], errors="coerce").to_numpy(dtype=float)
+
+    def measured(name: str) -> Any:
+        if name not in frame:
+            return None
+        return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float,
+                                                                   na_value=np.nan)
+
+    latency, cost = measured("total_ms"), measured("cost_usd")
+    scores = spec.score_arrays(acc, latency, cost)
+    scored = pd.DataFrame({d.by: frame[d.by].to_numpy(), _LABEL: frame[_LABEL].to_numpy(),
+                           "__spec": scores["reward"]})
+    parts = {p: scores[f"{p}_score"] for p in ("accuracy", "speed", "cost")}
+    ranking = compare_metrics(scored, {"spec": "__spec"}, by=d.by, cluster=_LABEL)
+    best = ranking.best().get("spec", [])
+    t = ranking.table.sort_values(["rank", "p_best"], ascending=[True, False])
+    rows, marks = [], []
+    codes = frame[d.by].to_numpy()
+    for _, r in t.iterrows():
+        mine = codes == r["group"]
+        rows.append([str(int(r["rank"])), str(r["group"]), _num(r["value"]),
+                     _interval(r["ci_low"], r["ci_high"]), _ranks(r["rank_low"], r["rank_high"]),
+                     _share(r["p_best"]), *(_num(parts[p][mine].mean()) for p in parts)])
+        marks.append(("best" if len(best) == 1 else "tied") if r["group"] in best else "")
+    verdict = (f"Best under the spec: {best[0]} (best at 95 %)." if len(best) == 1
+               else f"Tied for best under the spec: {_listing(best)}.")
+    literal = json.dumps(spec.to_dict(), indent=4)
+    weights = ", ".join(f"{k} {v:.2f}" for k, v in spec.weights.items())
+    section = Section("reward-spec", "REWARD_SPEC", verdict=verdict, text=[
+        f"Each trial scored with the spec: accuracy is {d.value!r}, speed the trial's "
+        "total time (total_ms), cost its cost_usd; normalised weights: " + weights + "."])
+    section.blocks.append(Code(f"REWARD_SPEC = {literal}",
+                               caption=f"The spec used{f' ({source})' if source else ''}:",
+                               language="python"))
+    section.blocks.append(Table(
+        ["rank", "candidate", "spec reward", "95% CI", "rank 95%", "P(best)",
+         "accuracy score", "speed score", "cost score"], rows,
+        "num name num num num num num num num", marks=marks,
+        id="spec-ranking"))
+    for name, arr in (("time", latency), ("cost", cost)):
+        unmeasured = len(frame) if arr is None else int(np.isnan(arr).sum())
+        if unmeasured:
+            section.notes.append(
+                f"{unmeasured} trial(s) have no measured {name}: that part scores 0 (the "
+                "spec's rule for a part that cannot be measured)")
+    if d.missing:
+        section.notes.append(f"not scored ({d.value!r} missing): {_listing(d.missing)}")
+    return section
+
+
+# -- provenance ------------------------------------------------------------------------------
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _harbor_version(job: Path) -> str | None:
+    """What the job's own files say about the Harbor that wrote them."""
+    from metrickit.io.harbor_trials import load_json
+
+    for name in ("result.json", "config.json"):
+        obj = load_json(job / name)
+        if not isinstance(obj, dict):
+            continue
+        for key in ("harbor_version", "version"):
+            if isinstance(obj.get(key), str | int | float):
+                return f"{obj[key]} ({name} {key})"
+        if "schema_version" in obj:
+            return f"Harbor ≥ 0.26 ({name} schema_version {obj['schema_version']})"
+    return None
+
+
+def _trial_files(d: _Data) -> tuple[list[Path], list[Path]]:
+    """Harbor job folders and Inspect log files the trials came from."""
+    if "trial_dir" not in d.all:
+        return [], []
+    jobs: dict[Path, None] = {}
+    logs: dict[Path, None] = {}
+    for entry in d.all["trial_dir"].dropna().astype(str).unique():
+        path = Path(entry)
+        if path.suffix in (".eval", ".json") and path.is_file():
+            logs[path] = None
+        elif any((path.parent / n).exists() for n in ("result.json", "config.json", "job.log")):
+            jobs[path.parent] = None
+    return list(jobs), list(logs)
+
+
+def _task_checksums(d: _Data) -> dict[str, dict[str, int]]:
+    """``{task: {checksum: trials}}`` from the trials' ``result.json``."""
+    from metrickit.io.harbor_trials import load_json
+
+    found: dict[str, dict[str, int]] = {}
+    if "trial_dir" not in d.all:
+        return found
+    for folder, task in zip(d.all["trial_dir"], d.all[_LABEL], strict=True):
+        if not isinstance(folder, str):
+            continue
+        obj = load_json(Path(folder) / "result.json")
+        checksum = obj.get("task_checksum") if isinstance(obj, dict) else None
+        if isinstance(checksum, str):
+            seen = found.setdefault(str(task), {})
+            seen[checksum] = seen.get(checksum, 0) + 1
+    return found
+
+
+def _inspect_version(log: Path) -> str | None:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        return None
+    header = read_eval_log(str(log), header_only=True)
+    packages = getattr(header.eval, "packages", None) or {}
+    return str(packages.get("inspect_ai")) if packages.get("inspect_ai") else None
+
+
+def _provenance(d: _Data, command: str, process: str, generated: str) -> Section:
+    import platform
+
+    section = Section("provenance", "Provenance")
+    jobs, logs = _trial_files(d)
+    recorded = {j: _harbor_version(j) for j in jobs}
+    harbor = sorted({v for v in recorded.values() if v})
+    inspect = sorted({v for v in (_inspect_version(log) for log in logs) if v})
+    facts: list[list[Cell]] = [
+        ["metrickit", _version("metrickit")],
+        ["Python", f"{platform.python_version()} ({platform.system()})"],
+        ["pandas / numpy / matplotlib / scipy",
+         " / ".join(_version(p) for p in ("pandas", "numpy", "matplotlib", "scipy"))],
+    ]
+    if jobs:
+        unrecorded = sum(v is None for v in recorded.values())
+        facts.append(["Harbor", (", ".join(harbor) + (
+            f"; {unrecorded} of {len(jobs)} job(s) record no version" if unrecorded else ""))
+            if harbor else
+            "not recorded (the jobs' result.json and config.json name no version)"])
+    if logs:
+        facts.append(["Inspect AI", ", ".join(inspect) if inspect else
+                      "not recorded (or inspect_ai is not installed to read the logs)"])
+    facts += [["command", command]]
+    if process and process != command:
+        facts.append(["process", process])
+    facts.append(["generated (UTC)", generated])
+    section.blocks.append(Table(["", ""], facts, "name mono", id="provenance-facts"))
+    if jobs:
+        rows: list[list[Cell]] = []
+        for job in jobs:
+            result = job / "result.json"
+            rows.append([str(job), _sha256(result) if result.is_file() else "not written yet",
+                         recorded[job] or "not recorded"])
+        section.blocks.append(Table(
+            ["job folder", "sha256 of result.json", "Harbor version"], rows, "- mono",
+            id="jobs", caption="Harbor jobs"))
+    if logs:
+        section.blocks.append(Table(
+            ["log", "sha256", "Inspect AI version"],
+            [[str(log), _sha256(log), _inspect_version(log) or "not recorded"] for log in logs],
+            "- mono", id="logs", caption="Inspect AI logs"))
+    if not jobs and not logs:
+        section.notes.append("the trials name no job folder or log file (a table built in "
+                             "Python): there is nothing to hash")
+    checksums = _task_checksums(d) if jobs else {}
+    if checksums:
+        rows = [[task, checksum, _int(n)]
+                for task, seen in sorted(checksums.items()) for checksum, n in seen.items()]
+        section.blocks.append(Table(["task", "task checksum", "trials"], rows, "name mono num",
+                                    id="task-checksums", caption="Task checksums"))
+        changed = [t for t, seen in checksums.items() if len(seen) > 1]
+        if changed:
+            section.notes.append(
+                f"{len(changed)} task(s) ran with more than one checksum (the task changed "
+                f"between trials): {_listing(sorted(changed))}")
+    elif jobs:
+        section.notes.append("the trials' result.json record no task checksum")
+    return section
+
+
+# -- assembling and writing ------------------------------------------------------------------
+
+
+def _check_spec(spec: Any) -> None:
+    if spec is not None and not (hasattr(spec, "score_arrays") and hasattr(spec, "to_dict")):
+        hint = (" (a REWARD_SPEC dict: pass mk.RewardSpec.from_dict(REWARD_SPEC))"
+                if isinstance(spec, Mapping) else "")
+        raise MetrickitError(f"spec= takes a metrickit.RewardSpec, not {type(spec).__name__}"
+                             + hint)
+
+
+def build_sections(
+    trials: Any,
+    *,
+    value: str | None = None,
+    spec: Any = None,
+    by: str = "eval",
+    command: str = "",
+    spec_source: str = "",
+) -> dict[str, Any]:
+    """Compute everything the report shows: the template context.
+
+    Returns
+    -------
+    dict
+        ``sections`` (a list of :class:`Section`), ``value``, ``by``, ``generated`` (UTC,
+        ISO 8601), ``version`` and ``subtitle``; :func:`report` adds ``title`` and renders.
+
+    Raises
+    ------
+    MetrickitError
+        No trial, no value column, a value missing on every trial, or a spec that is not a
+        :class:`metrickit.RewardSpec`.
+    """
+    _check_spec(spec)
+    d = _prepare(trials, value, by)
+    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    n_tasks = int(d.all[_LABEL].nunique())
+    headline, ranking = _headline(d)
+    best = ranking.best().get(d.value, [])
+    sections = [_overview(d, n_tasks), headline, _pass_at_k(d)]
+    trade = _tradeoff(d, best)
+    if trade is not None:
+        sections.append(trade)
+    sections += [_heatmap(d), _flips(d, ranking), _errors(d), _costs(d)]
+    if spec is not None:
+        sections.append(_spec_section(d, spec, spec_source))
+    process = shlex.join(sys.argv) if sys.argv and sys.argv[0] else ""
+    sections.append(_provenance(d, command, process, generated))
+    return {
+        "sections": sections,
+        "value": d.value,
+        "by": d.by,
+        "generated": generated,
+        "version": _version("metrickit"),
+        "subtitle": (f"{len(d.all):,} trials · {len(d.candidates)} candidates · "
+                     f"{n_tasks} tasks · value {d.value!r} · generated {generated}"),
+        "candidates": d.candidates,
+    }
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("metrickit.report", "templates"),
+        # HTML is escaped; Markdown escapes its cells with the |md filter instead.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
+                                            disabled_extensions=("md.j2", "css.j2"),
+                                            default_for_string=True, default=True),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def _default_title(trials_context: dict[str, Any]) -> str:
+    return f"Evaluation report: {trials_context['value']} by {trials_context['by']}"
+
+
+def _python_call(path: Path, value: str | None, spec: Any, title: str | None, by: str) -> str:
+    args = ["trials", f"path={str(path)!r}"]
+    if value is not None:
+        args.append(f"value={value!r}")
+    if spec is not None:
+        args.append("spec=RewardSpec.from_dict("
+                    + json.dumps(spec.to_dict(), separators=(",", ":")) + ")")
+    if title is not None:
+        args.append(f"title={title!r}")
+    if by != "eval":
+        args.append(f"by={by!r}")
+    return f"metrickit.report({', '.join(args)})"
+
+
+def report(
+    trials: Any,
+    path: str | Path = "report.html",
+    *,
+    value: str | None = None,
+    spec: Any = None,
+    title: str | None = None,
+    by: str = "eval",
+    command: str | None = None,
+    spec_source: str = "",
+) -> Path:
+    """Write a self-contained report of a trial table (HTML, or Markdown for ``.md``).
+
+    Parameters
+    ----------
+    trials
+        A trial table (pandas or polars): :func:`metrickit.read_harbor_job`,
+        :func:`metrickit.read_inspect_log`, :func:`metrickit.trials_from_frame`, ...
+    path
+        Where to write. A name ending in ``.md`` writes Markdown, with the plots as PNG
+        files in ``<stem>_files/`` beside it; anything else one HTML file with the plots
+        inside it.
+    value
+        The reward column to rank by; default the table's only reward key with values,
+        else ``reward``.
+    spec
+        A :class:`metrickit.RewardSpec`: adds the spec and the candidates ranked by it
+        (accuracy = ``value``, speed = ``total_ms``, cost = ``cost_usd``).
+    title
+        The page title (default names the value and the candidate column).
+    by
+        The candidate column (default ``eval``: ``agent__model__source``).
+    command
+        The command shown under provenance (default: this call, spelled out).
+    spec_source
+        Where the spec came from (a file name), shown beside it.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    MetrickitError
+        No trial, no value column, a value missing (NA) on every trial, a spec that is
+        not a RewardSpec.
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd, metrickit as mk
+    >>> from metrickit.report.html import report
+    >>> df = pd.DataFrame({"task": ["q1", "q2", "q3"] * 2, "run": ["a"] * 3 + ["b"] * 3,
+    ...                    "ok": [1, 1, 0, 1, 0, 0], "ms": [900.0, 1200, 800, 400, 300, 500]})
+    >>> trials = mk.trials_from_frame(df, task="task", candidate="run", reward="ok",
+    ...                               latency_ms="ms")
+    >>> out = report(trials, tempfile.mkdtemp() + "/report.html")
+    >>> text = out.read_text()
+    >>> "Tied for best: a, b" in text, "http://" in text
+    (True, False)
+    """
+    path = Path(path)
+    _check_spec(spec)
+    if command is None:
+        command = _python_call(path, value, spec, title, by)
+    context = build_sections(trials, value=value, spec=spec, by=by, command=command,
+                             spec_source=spec_source)
+    context["title"] = title or _default_title(context)
+    env = _environment()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".md":
+        images = path.with_name(f"{path.stem}_files")
+        images.mkdir(exist_ok=True)
+        for section in context["sections"]:
+            for block in section.blocks:
+                if isinstance(block, Figure):
+                    (images / f"{block.name}.png").write_bytes(block.png)
+                    block.path = f"{images.name}/{block.name}.png"
+        env.filters["md"] = _md
+        text = env.get_template("report.md.j2").render(**context)
+    else:
+        text = env.get_template("report.html.j2").render(**context)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of ``metrickit report`` (imports nothing heavy, for ``--help``)."""
+    parser.add_argument(
+        "sources", nargs="+", type=Path, metavar="SOURCE",
+        help="Harbor job folder(s) or a folder of jobs; Inspect AI logs (.eval/.json, or a "
+        "folder of them); or a trial table (.csv, .parquet, .jsonl) with task_name, the "
+        "candidate column and the value column",
+    )
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
+                        help="file to write: .html (default report.html) or .md (Markdown, "
+                        "images in <name>_files/)")
+    parser.add_argument("--value", help="reward column to rank by (default: the only reward "
+                        "key, else 'reward')")
+    parser.add_argument("--spec", type=Path, metavar="METRIC.py",
+                        help="a scorer file whose REWARD_SPEC ranks the candidates too")
+    parser.add_argument("--by", default="eval",
+                        help="candidate column (default: eval, agent__model__source)")
+    parser.add_argument("--title", help="page title")
+    return parser
+
+
+def _read_table(path: Path) -> Any:
+    import pandas as pd
+
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    if suffix in (".csv", ".csv.gz"):
+        return pd.read_csv(path)
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    if suffix in (".jsonl", ".jsonl.gz"):
+        return pd.read_json(path, lines=True)
+    raise MetrickitError(
+        f"{path}: not a source metrickit report reads; expected a Harbor job folder, "
+        "Inspect AI logs (.eval/.json) or a trial table (.csv, .parquet, .jsonl)")
+
+
+def load_sources(paths: Sequence[Path]) -> Any:
+    """One trial table from job folders, Inspect logs and trial table files."""
+    from metrickit.errors import HarborJobError
+    from metrickit.io.harbor import read_harbor_job
+    from metrickit.io.harbor_trials import find_jobs
+    from metrickit.io.tidy import concat_trials
+
+    jobs, logs, tables = [], [], []
+    for p in paths:
+        if not p.exists():
+            raise MetrickitError(f"{p}: no such file or folder")
+        if p.is_dir():
+            try:
+                find_jobs(p)
+            except HarborJobError:
+                logs.append(p)  # not a Harbor job: a folder of Inspect logs
+            else:
+                jobs.append(p)
+        elif p.suffix in (".eval", ".json"):
+            logs.append(p)
+        else:
+            tables.append(p)
+    frames = []
+    if jobs:
+        frames.append(read_harbor_job(jobs, progress=False))
+    if logs:
+        from metrickit.io.inspect_logs import read_inspect_log
+
+        frames.append(read_inspect_log(logs))
+    frames += [_read_table(p) for p in tables]
+    return frames[0] if len(frames) == 1 else concat_trials(frames)
+
+
+def run_report(
+    args: argparse.Namespace,
+    *,
+    command: str | None = None,
+    spec_loader: SpecLoader | None = None,
+) -> int:
+    """Run ``metrickit report`` from parsed arguments (:func:`add_report_arguments`).
+
+    ``spec_loader`` turns ``--spec`` into a spec object (the command line passes one that
+    reads the file's REWARD_SPEC); ``command`` is recorded under provenance (default:
+    ``sys.argv``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    spec = None
+    if args.spec is not None:
+        if spec_loader is None:
+            raise MetrickitError("--spec needs a spec loader: run it as `metrickit report`")
+        spec = spec_loader(args.spec)
+    trials = load_sources(args.sources)
+    written = report(trials, args.output, value=args.value, spec=spec, title=args.title,
+                     by=args.by, command=command or shlex.join(sys.argv),
+                     spec_source=str(args.spec) if args.spec else "")
+    print(f"wrote {written}")
+    return 0
+
+
+def main_report(argv: Sequence[str] | None = None, *, spec_loader: SpecLoader | None = None
+                ) -> int:
+    """``metrickit report SOURCE... -o report.html [--value KEY] [--spec metric.py]``.
+
+    With ``argv`` None the arguments come from ``sys.argv`` (after the word ``report``) and
+    the command recorded is ``sys.argv``; with ``argv`` given it is ``metrickit report``
+    followed by ``argv``. Errors print one line to stderr and return 1.
+
+    Examples
+    --------
+    >>> from metrickit.report.html import main_report
+    >>> main_report(["/no/such/job"])
+    1
+    """
+    parser = add_report_arguments(argparse.ArgumentParser(
+        prog="metrickit report",
+        description="Write a self-contained HTML (or Markdown) report of evaluation results."))
+    if argv is None:
+        raw = sys.argv[1:]
+        argv = raw[1:] if raw[:1] == ["report"] else raw
+        command = shlex.join(sys.argv)
+    else:
+        argv = list(argv)
+        command = shlex.join(["metrickit", "report", *argv])
+    args = parser.parse_args(argv)
+    try:
+        return run_report(args, command=command, spec_loader=spec_loader)
+    except (MetrickitError, OSError) as exc:
+        print(f"metrickit report: error: {exc}", file=sys.stderr)
+        return 1

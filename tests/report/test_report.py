@@ -1,0 +1,331 @@
+"""``mk.report`` / ``metrickit report``: the numbers in the page are metrickit's own, NA
+stays missing, nothing in the page points to the network, and the provenance is checkable.
+
+Expected values are computed here from the same trial table with metrickit's functions, so
+the tests hold when the example data is regenerated.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import metrickit as mk
+from metrickit.compute.stats import task_labels
+from metrickit.errors import MetrickitError
+from metrickit.report.html import main_report, report
+
+SPEC = {
+    "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
+    "accuracy": {},
+    "speed": {"reference": 300_000},
+    "cost": {"reference": 0.5},
+}
+EXTERNAL = re.compile(r"""(?:src|href|action|srcset)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+class _Page(HTMLParser):
+    """Tables (by id) as lists of rows of (text, classes), image sources, and the text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[tuple[str, str]]]] = {}
+        self.marks: dict[str, list[str]] = {}
+        self.images: list[dict[str, str | None]] = []
+        self.text: list[str] = []
+        self._table: str | None = None
+        self._row: list[tuple[str, str]] | None = None
+        self._cell: list[str] | None = None
+        self._classes = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table":
+            self._table = a.get("id") or f"table{len(self.tables)}"
+            self.tables[self._table] = []
+            self.marks[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self.marks[self._table].append(a.get("class") or "")
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell, self._classes = [], ""
+        elif tag == "span" and self._cell is not None:
+            self._classes = a.get("class") or ""
+        elif tag == "img":
+            self.images.append(a)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell).strip(), self._classes))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._table is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def rows(self, table: str) -> list[dict[str, tuple[str, str]]]:
+        header, *body = self.tables[table]
+        return [dict(zip([h for h, _ in header], row, strict=True)) for row in body]
+
+
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+@pytest.fixture(scope="module")
+def trials():
+    return mk.read_harbor_job(mk.examples.path("harbor_jobs"), progress=False)
+
+
+@pytest.fixture(scope="module")
+def html_report(trials, tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    before = datetime.now(UTC).replace(microsecond=0)
+    report(trials, path, value="reward", spec=mk.RewardSpec.from_dict(SPEC))
+    return path, _parse(path), before
+
+
+@pytest.fixture(scope="module")
+def md_report(trials, tmp_path_factory):
+    path = tmp_path_factory.mktemp("report_md") / "report.md"
+    report(trials, path, value="correctness")
+    return path
+
+
+def _finished(trials):
+    return trials[trials["_status"].astype(str) != "running"]
+
+
+def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
+    _, page, _ = html_report
+    expected = mk.breakdown(trials, by="eval", value="reward").set_index("eval")
+    valued = _finished(trials)
+    valued = valued[valued["reward"].notna()].copy()
+    valued["task"] = task_labels(valued, "task_name").to_numpy()
+    ranking = mk.compare_metrics(valued, {"reward": "reward"}, by="eval", cluster="task")
+    rows = page.rows("headline")
+    assert len(rows) == len(expected)
+    ranks = ranking.table.set_index("group")["rank"]
+    shown = [(r["candidate"][0], r["rank"][0]) for r in rows if r["rank"][1] != "na"]
+    assert [int(rank) for _, rank in shown] == sorted(int(rank) for _, rank in shown)
+    assert {name: int(rank) for name, rank in shown} == ranks.to_dict()
+    for row in rows:
+        name = row["candidate"][0]
+        want = expected.loc[name]
+        if np.isfinite(want["mean"]):
+            assert row["mean reward"][0] == f"{want['mean']:.3f}"
+            assert row["95% CI"][0] == f"[{want['ci_low']:.3f}, {want['ci_high']:.3f}]"
+        assert row["trials"][0] == f"{int(want['n']):,}"
+        assert row["errors"][0] == str(int(want["n_errors"]))
+    best = ranking.best()["reward"]
+    verdict = " ".join(" ".join(page.text).split())
+    if len(best) == 1:
+        assert f"Best: {best[0]} (best at 95 %)." in verdict
+    else:
+        assert f"Tied for best: {', '.join(best)} (none is best at 95 %)." in verdict
+    marks = page.marks["headline"][1:]
+    marked = {r["candidate"][0] for r, m in zip(rows, marks, strict=True) if m}
+    assert marked == set(best)
+    assert {m for m in marks if m} == ({"best"} if len(best) == 1 else {"tied"})
+
+
+def test_missing_value_is_shown_as_missing_never_zero(trials, html_report):
+    _, page, _ = html_report
+    finished = _finished(trials)
+    na = sorted(e for e, g in finished.groupby("eval") if g["reward"].isna().all())
+    assert na, "the example job should have evaluations without a 'reward' key"
+    rows = {r["candidate"][0]: r for r in page.rows("headline")}
+    for name in na:
+        cell = rows[name]["mean reward"]
+        assert cell == ("missing", "na")
+        assert rows[name]["95% CI"] == ("missing", "na")
+    passk = {r["candidate"][0]: r for r in page.rows("pass-at-k-table")}
+    for name in na:
+        assert passk[name]["pass@1"] == ("missing", "na")
+
+
+def test_markdown_variant_has_images_beside_it_and_missing_cells(trials, md_report):
+    text = md_report.read_text(encoding="utf-8")
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert images, "no image in the Markdown"
+    for relative in images:
+        assert relative.startswith("report_files/")
+        data = (md_report.parent / relative).read_bytes()
+        assert data.startswith(b"\x89PNG")
+    finished = _finished(trials)
+    na = [e for e, g in finished.groupby("eval") if g["correctness"].isna().all()]
+    lines = {line for line in text.splitlines() if line.startswith("| ")}
+    for name in na:
+        escaped = name.replace("_", "\\_")
+        # the headline row: no rank, no mean, no interval
+        headline = [line for line in lines if line.startswith(f"| *missing* | {escaped} |")]
+        assert len(headline) == 1
+        assert headline[0].split(" | ")[2:4] == ["*missing*", "*missing*"]
+        assert not any(f"| {escaped} | 0.000 |" in line for line in lines)
+    assert "data:image" not in text and "<img" not in text
+
+
+def test_pass_at_k_matches(trials, html_report):
+    _, page, _ = html_report
+    table = mk.pass_at_k(_finished(trials), by="eval", value="reward").table
+    rows = {r["candidate"][0]: r for r in page.rows("pass-at-k-table")}
+    assert len(table)
+    for _, want in table.iterrows():
+        assert rows[want["eval"]][f"pass@{int(want['k'])}"][0] == f"{want['pass_at_k']:.3f}"
+
+
+def test_flips_are_compare_runs_of_the_two_best(trials, html_report):
+    _, page, _ = html_report
+    text = " ".join(" ".join(page.text).split())
+    a = re.search(r"A: (\S+)\. B: (\S+)\.", text)
+    assert a is not None
+    leader, other = a.group(1), a.group(2)
+    valued = _finished(trials)
+    valued = valued[valued["reward"].notna()]
+    cmp = mk.compare_runs(valued, leader, other, by="eval", value="reward")
+    assert f"difference {cmp.difference.estimate:+.3f}" in text
+    got = [r["task"][0] for r in page.rows("flips-table")] if "flips-table" in page.tables \
+        else []
+    assert got == [str(t) for t in cmp.flips["task_name"]]
+
+
+def test_errors_and_costs(trials, html_report):
+    _, page, _ = html_report
+    finished = _finished(trials)
+    counts = finished["exception_type"].dropna().astype(str).value_counts()
+    rows = {r["type"][0]: r for r in page.rows("exception-type")}
+    assert set(rows) == set(counts.index)
+    for kind, n in counts.items():
+        assert rows[kind]["trials"][0] == f"{n:,}"
+    costs = {r["candidate"][0]: r for r in page.rows("costs-table")}
+    for name, part in finished.groupby("eval"):
+        total = part["cost_usd"].astype(float).sum()
+        shown = float(costs[name]["total cost"][0].lstrip("$").replace(",", ""))
+        assert shown == pytest.approx(total, rel=5e-3)
+        assert costs[name]["output tokens"][0] == f"{int(part['n_output_tokens'].sum()):,}"
+
+
+def test_spec_section_ranks_by_the_spec(trials, html_report):
+    _, page, _ = html_report
+    spec = mk.RewardSpec.from_dict(SPEC)
+    valued = _finished(trials)
+    valued = valued[valued["reward"].notna()]
+    scored = spec.score_frame(
+        pd.DataFrame({"accuracy": valued["reward"].astype(float).to_numpy(),
+                      "latency_ms": valued["total_ms"].astype(float).to_numpy(),
+                      "cost_usd": valued["cost_usd"].astype(float).to_numpy()}))
+    means = scored.groupby(valued["eval"].to_numpy())["reward"].mean()
+    rows = page.rows("spec-ranking")
+    assert [r["candidate"][0] for r in rows] == list(means.sort_values(ascending=False).index)
+    for row in rows:
+        assert row["spec reward"][0] == f"{means[row['candidate'][0]]:.3f}"
+    text = " ".join(page.text)
+    assert '"speed": {' in text and "300000" in text
+
+
+def test_provenance(trials, html_report):
+    _, page, before = html_report
+    facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
+    assert facts["metrickit"] == mk.__version__
+    assert facts["command"].startswith("metrickit.report(trials, path=")
+    assert "value='reward'" in facts["command"]
+    generated = datetime.strptime(facts["generated (UTC)"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=UTC)
+    assert before <= generated <= datetime.now(UTC) + timedelta(seconds=1)
+    jobs = {r["job folder"][0]: r["sha256 of result.json"][0] for r in page.rows("jobs")}
+    expected = {str(Path(d).parent) for d in trials["trial_dir"].dropna()}
+    assert set(jobs) == expected
+    for folder, digest in jobs.items():
+        assert digest == hashlib.sha256((Path(folder) / "result.json").read_bytes()).hexdigest()
+    checksums = {(r["task"][0], r["task checksum"][0]) for r in page.rows("task-checksums")}
+    labels = task_labels(trials, "task_name")
+    for i in (0, len(trials) // 2, len(trials) - 1):
+        folder = trials["trial_dir"].iloc[i]
+        recorded = json.loads((Path(folder) / "result.json").read_text())
+        assert (labels.iloc[i], recorded["task_checksum"]) in checksums
+
+
+def test_html_is_self_contained(html_report):
+    path, page, _ = html_report
+    text = path.read_text(encoding="utf-8")
+    assert not EXTERNAL.search(text)
+    assert "http://" not in text and "https://" not in text
+    assert "<script" not in text
+    assert "Content-Security-Policy" in text
+    assert len(page.images) >= 3
+    for image in page.images:
+        src = image["src"] or ""
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
+        assert image["alt"]
+
+
+def test_names_are_escaped(tmp_path):
+    df = pd.DataFrame({"task": ["q1", "q2", "q3"] * 2,
+                       "run": ["<b>bold</b>"] * 3 + ["a|b"] * 3,
+                       "ok": [1, 1, 0, 1, 0, 0]})
+    trials = mk.trials_from_frame(df, task="task", candidate="run", reward="ok")
+    html = report(trials, tmp_path / "r.html").read_text()
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    md = report(trials, tmp_path / "r.md").read_text()
+    assert "a\\|b" in md
+
+
+def test_polars_input_and_a_dict_spec_is_refused(tmp_path):
+    job = mk.examples.path("harbor_jobs") / "2025-06-02__10-00-00"
+    trials = mk.read_harbor_job(job, backend="polars", progress=False)
+    out = report(trials, tmp_path / "p.html", title="one job")
+    assert "<title>one job</title>" in out.read_text()
+    with pytest.raises(MetrickitError, match=r"RewardSpec\.from_dict"):
+        report(trials, tmp_path / "q.html", spec=SPEC)
+    with pytest.raises(MetrickitError, match="not a column"):
+        report(trials, tmp_path / "q.html", value="nope")
+
+
+def _load_spec(path: Path):
+    from metrickit.scoring.contract import read_reward_spec
+
+    return mk.RewardSpec.from_dict(read_reward_spec(path))
+
+
+def test_cli(tmp_path, capsys):
+    job = str(mk.examples.path("harbor_jobs") / "2025-06-02__10-00-00")
+    scorer = tmp_path / "metric.py"
+    scorer.write_text(f"REWARD_SPEC = {SPEC!r}\n\ndef score(input, output, expected=None):\n"
+                      "    return 1.0, {'feedback': 'ok'}\n")
+    out = tmp_path / "r.html"
+    argv = [job, "-o", str(out), "--spec", str(scorer)]
+    assert main_report(argv, spec_loader=_load_spec) == 0
+    page = _parse(out)
+    facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
+    assert facts["command"] == "metrickit report " + " ".join(argv)
+    assert "spec-ranking" in page.tables
+    assert main_report([job, "-o", str(tmp_path / "x.html"), "--spec", str(scorer)]) == 1
+    assert "--spec needs a spec loader" in capsys.readouterr().err
+    assert main_report([job, "-o", str(tmp_path / "r.md")]) == 0
+    assert (tmp_path / "r_files" / "heatmap.png").is_file()
+
+
+def test_templates_are_package_data():
+    from importlib.resources import files
+
+    folder = files("metrickit.report") / "templates"
+    for name in ("report.html.j2", "report.md.j2", "_blocks.html.j2", "report.css.j2"):
+        assert (folder / name).is_file(), name
