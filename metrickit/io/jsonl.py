@@ -478,8 +478,20 @@ def parse_fast(
         frame = frame.select(pl.nth(kept))  # by position: a key may look like a regex
         null_counts = tuple(null_counts[i] for i in kept)
     names: list[str] = frame.columns
-    dense = _dense_columns(frame, null_counts)
+    n_keys = len(names)
+    present = None
+    if any(null_counts):
+        # Every column's validity in one select: a Series method (is_not_null) runs as an
+        # expression of its own, about 1 ms each, which 200 keys would pay per block.
+        present = np.asfortranarray(frame.select(pl.all().is_not_null()).to_numpy())
+    if n_keys:
+        matrix = np.asfortranarray(frame.to_numpy(writable=True), dtype=np.float64)
+    else:
+        matrix = np.zeros((n, 0), dtype=np.float64, order="F")
     del frame
+    if present is not None:  # polars gives NaN for null: 0 instead
+        np.copyto(matrix, 0.0, where=~present)
+    dense = _dense_columns(matrix, present)
     if dense is None:
         return None
     values, kinds, present, ints, largest = dense
@@ -562,31 +574,19 @@ def _column_groups(rows: int, columns: int) -> list[slice]:
 
 
 def _dense_columns(
-    frame: pl.DataFrame, null_counts: Sequence[int]
+    values: npt.NDArray[np.float64], present: npt.NDArray[np.bool_] | None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None,
            npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
     """The block's cells as rows x keys arrays (Fortran order: a column is contiguous):
-    values (0 where missing), kinds (FLOAT where present), presence (None: all present),
-    the present cells with an integral value, and each column's largest magnitude. None
-    when a value is not finite or reaches 2**53.
+    ``values`` (0 where missing), kinds (FLOAT where present), ``present`` (None: all
+    present), the present cells with an integral value, and each column's largest
+    magnitude. None when a value is not finite or reaches 2**53.
 
     One conversion for all columns and numpy on groups of columns: a key costs no
     Python-level step of its own, which a file of 200 keys would pay per block.
     """
-    import polars as pl
-
-    n, width = frame.height, frame.width
-    nulls = any(null_counts)
-    if width:
-        values = (frame.fill_null(0.0) if nulls else frame).to_numpy(writable=True)
-        values = np.asfortranarray(values, dtype=np.float64)
-    else:
-        values = np.zeros((n, 0), dtype=np.float64, order="F")
-    present = None
-    if nulls:
-        # Every column's validity in one select: a Series method (is_not_null) runs as an
-        # expression of its own, about 1 ms each, which 200 keys would pay per block.
-        present = np.asfortranarray(frame.select(pl.all().is_not_null()).to_numpy())
+    n, width = values.shape
+    if present is not None:
         kinds = present.view(np.uint8) * np.uint8(FLOAT)
     else:
         kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
