@@ -45,6 +45,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import shlex
 import sys
 import warnings
@@ -1045,6 +1046,7 @@ def report(
                     block.path = f"{images.name}/{block.name}.png"
         env.filters["md"] = _md
         text = env.get_template("report.md.j2").render(**context)
+        text = re.sub(r"\n{3,}", "\n\n", text)  # the template's blank lines, collapsed
     else:
         text = env.get_template("report.html.j2").render(**context)
     path.write_text(text, encoding="utf-8")

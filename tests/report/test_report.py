@@ -329,3 +329,25 @@ def test_templates_are_package_data():
     folder = files("metrickit.report") / "templates"
     for name in ("report.html.j2", "report.md.j2", "_blocks.html.j2", "report.css.j2"):
         assert (folder / name).is_file(), name
+
+
+@pytest.mark.slow
+def test_inspect_logs_provenance(tmp_path):
+    import subprocess
+    import sys
+
+    from inspect_ai.log import read_eval_log
+
+    fixture = Path(__file__).resolve().parents[1] / "io" / "inspect_fixture.py"
+    subprocess.run([sys.executable, str(fixture), str(tmp_path / "logs")], check=True,
+                   capture_output=True, timeout=300)
+    logs = sorted((tmp_path / "logs" / "eval").glob("*.eval"))
+    assert logs
+    out = tmp_path / "inspect.html"
+    assert main_report([str(tmp_path / "logs" / "eval"), "-o", str(out), "--value", "exact"]) == 0
+    page = _parse(out)
+    facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
+    versions = {read_eval_log(str(p), header_only=True).eval.packages["inspect_ai"] for p in logs}
+    assert facts["Inspect AI"] == ", ".join(sorted(versions))
+    shown = {r["log"][0]: r["sha256"][0] for r in page.rows("logs")}
+    assert shown == {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in logs}
