@@ -397,7 +397,9 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         marks.append(("best" if len(best) == 1 else "tied") if name in best else "")
     columns = ["rank", "candidate", f"mean {d.value}", "95% CI", "rank 95%", "P(best)",
                "trials", "tasks", "errors", "cost / trial", "time / trial", "interval", "note"]
-    if len(best) == 1:
+    if len(ranked) == 1:
+        verdict = f"One candidate has {d.value!r}: {ranked.index[0]}; nothing to rank."
+    elif len(best) == 1:
         verdict = f"Best: {best[0]} (best at 95 %)."
     elif best:
         verdict = f"Tied for best: {_listing(best)} (none is best at 95 %)."
@@ -707,7 +709,8 @@ def _spec_section(d: _Data, spec: Any, source: str) -> Section:
                      _interval(r["ci_low"], r["ci_high"]), _ranks(r["rank_low"], r["rank_high"]),
                      _share(r["p_best"]), *(_num(parts[p][mine].mean()) for p in parts)])
         marks.append(("best" if len(best) == 1 else "tied") if r["group"] in best else "")
-    verdict = (f"Best under the spec: {best[0]} (best at 95 %)." if len(best) == 1
+    verdict = (f"One candidate scored: {t['group'].iloc[0]}; nothing to rank." if len(t) == 1
+               else f"Best under the spec: {best[0]} (best at 95 %)." if len(best) == 1
                else f"Tied for best under the spec: {_listing(best)}.")
     literal = json.dumps(spec.to_dict(), indent=4)
     weights = ", ".join(f"{k} {v:.2f}" for k, v in spec.weights.items())

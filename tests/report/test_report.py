@@ -351,3 +351,12 @@ def test_inspect_logs_provenance(tmp_path):
     assert facts["Inspect AI"] == ", ".join(sorted(versions))
     shown = {r["log"][0]: r["sha256"][0] for r in page.rows("logs")}
     assert shown == {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in logs}
+
+
+def test_one_candidate_is_not_called_best(tmp_path):
+    job = mk.examples.path("harbor_jobs") / "2025-06-02__10-00-00"
+    trials = mk.read_harbor_job(job, progress=False)
+    assert trials["eval"].nunique() == 1
+    text = " ".join(report(trials, tmp_path / "one.md").read_text().split())
+    assert "nothing to rank" in text
+    assert "(best at 95 %)" not in text and "Tied for best" not in text
