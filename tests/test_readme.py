@@ -153,6 +153,9 @@ def test_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         f"{done.returncode}; the traceback's line numbers are README.md's:\n"
         f"{_tail(done.stderr)}"
     )
+    # An example that uses an API on its way out teaches readers the wrong call.
+    stale = re.findall(r"^.*(?:Deprecation|Future)Warning.*$", done.stderr, flags=re.M)
+    assert not stale, f"README.md:{block.line} (section {block.section!r}): {stale}"
 
 
 def _commands(block: Block) -> list[tuple[int, str, str]]:
@@ -227,3 +230,13 @@ def test_no_unexplained_project_jargon() -> None:
     text = README.read_text(encoding="utf-8")
     found = [word for word in UNEXPLAINED if word.lower() in text.lower()]
     assert not found, found
+
+
+def test_files_the_readme_names_exist() -> None:
+    # Benchmarks quoted for a figure, notebooks and tests pointed to, sample files.
+    text = README.read_text(encoding="utf-8")
+    named = set(re.findall(
+        r"\b((?:benchmarks|tests|notebooks|docs|data|metrickit)/[\w./-]*\w)", text))
+    named.discard("benchmarks/_data")  # written by the benchmarks, not committed
+    missing = sorted(p for p in named if "*" not in p and not (ROOT / p).exists())
+    assert named and not missing, missing
