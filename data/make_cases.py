@@ -1,16 +1,24 @@
-"""Generate data/cases/tickets.jsonl: a support-ticket routing task scored for three systems.
+"""Generate data/cases/tickets.jsonl: a support-ticket routing task scored for six systems.
 
     python data/make_cases.py            # rewrites data/cases/tickets.jsonl (seed 5)
 
-100 tickets x 3 candidate systems = 300 rows. Each row is one case as a scorer sees it:
+200 tickets x 6 candidate systems = 1,200 rows. Each row is one case as a scorer sees it:
 ``case_id``, ``candidate``, ``input`` ({"message": ...}), ``output`` (the label the system
 returned), ``expected`` ({"label": ...}), the measured ``latency_ms`` and ``cost_usd``, and
 ``accuracy`` (1.0 when ``output`` equals the expected label, as the exact-match scorer says).
 
-The candidates trade accuracy against speed and cost the way real deployments do: a small
-fast model, a mid-size model, and a large model that reasons first. About 2 % of latencies
-and 1 % of costs were not measured (null). Only the standard library is used, so the file is
-reproducible anywhere.
+The candidates trade accuracy against speed and cost the way real deployments do (see
+``CANDIDATES``): a small fast model, two mid-size ones that come out statistically tied
+under the README's REWARD_SPEC (accuracy 0.7, speed 0.2 at 2 s, cost 0.1 at $0.01), a
+slower, more accurate one, a large model that reasons first, and the previous in-house
+model, which the current ``base`` beats on every axis (it is off the Pareto front). Two
+candidates are reached through a router and carry its prefix, as real model ids do.
+
+Tickets differ in difficulty, and the difficulty is shared: a hard ticket is hard for every
+candidate (a latent normal difficulty plus each candidate's own noise), so candidates are
+compared ticket by ticket. Long messages take longer and cost more for everyone. About 2 % of
+latencies and 1 % of costs were not measured (null). Only the standard library is used, so
+the file is reproducible anywhere.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import json
 import math
 import random
 from pathlib import Path
+from statistics import NormalDist
 
 LABELS = ["billing", "technical", "account", "shipping", "other"]
 MESSAGES = {
@@ -64,10 +73,21 @@ FILLERS = {
 }
 # name: (accuracy, median latency ms, latency spread, median cost USD, cost spread)
 CANDIDATES = {
-    "mini-fast": (0.74, 420.0, 0.35, 0.00025, 0.30),
-    "base": (0.86, 1250.0, 0.40, 0.0021, 0.30),
-    "large-cot": (0.93, 3900.0, 0.45, 0.0115, 0.35),
+    "mini-fast": (0.62, 380.0, 0.35, 0.00025, 0.30),
+    "base": (0.84, 1250.0, 0.40, 0.0021, 0.30),
+    "openrouter/anthropic/claude-haiku-4.5": (0.855, 1450.0, 0.40, 0.0025, 0.30),
+    "openrouter/openai/gpt-5-mini": (0.89, 3900.0, 0.45, 0.0075, 0.35),
+    "large-cot": (0.95, 7200.0, 0.45, 0.024, 0.35),
+    "base-v0": (0.72, 1800.0, 0.40, 0.0030, 0.30),
 }
+# The two candidates tied under the README's REWARD_SPEC, and the one clearly best on
+# accuracy alone and on speed alone (checked by tests/test_examples.py).
+TIED = ("base", "openrouter/anthropic/claude-haiku-4.5")
+MOST_ACCURATE = "large-cot"
+FASTEST = "mini-fast"
+# Beaten by base on accuracy, latency and cost at once: off the Pareto front.
+DOMINATED = "base-v0"
+NOISE = 0.8  # each candidate's own noise around the shared ticket difficulty (sd)
 
 
 def make_rows(n_tickets: int, seed: int) -> list[dict]:
@@ -77,18 +97,23 @@ def make_rows(n_tickets: int, seed: int) -> list[dict]:
         label = rng.choice(LABELS)
         template = rng.choice(MESSAGES[label])
         fill = {k: rng.choice(v) for k, v in FILLERS.items()}
-        tickets.append((f"t{i + 1:03d}", label, template.format(**fill)))
+        message = template.format(**fill)
+        # difficulty (shared by all candidates) and a length factor for latency and cost
+        tickets.append((f"t{i + 1:03d}", label, message, rng.gauss(0, 1),
+                        math.exp(rng.gauss(0, 0.2))))
+    scale = math.sqrt(1 + NOISE**2)
+    thresholds = {c: NormalDist().inv_cdf(v[0]) * scale for c, v in CANDIDATES.items()}
     rows = []
-    for case_id, label, message in tickets:
-        for candidate, (acc, lat, lat_sd, cost, cost_sd) in CANDIDATES.items():
-            if rng.random() < acc:
+    for case_id, label, message, difficulty, length in tickets:
+        for candidate, (_, lat, lat_sd, cost, cost_sd) in CANDIDATES.items():
+            if difficulty + rng.gauss(0, NOISE) < thresholds[candidate]:
                 output = label
             elif rng.random() < 0.3:
                 output = label.capitalize()  # right label, wrong format: still wrong
             else:
                 output = rng.choice([x for x in LABELS if x != label])
-            latency = round(lat * math.exp(rng.gauss(0, lat_sd)), 1)
-            usd = round(cost * math.exp(rng.gauss(0, cost_sd)), 6)
+            latency = round(lat * length * math.exp(rng.gauss(0, lat_sd)), 1)
+            usd = round(cost * length * math.exp(rng.gauss(0, cost_sd)), 6)
             rows.append({
                 "case_id": case_id,
                 "candidate": candidate,
@@ -106,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", type=Path,
                         default=Path(__file__).parent / "cases" / "tickets.jsonl")
-    parser.add_argument("-n", "--tickets", type=int, default=100)
+    parser.add_argument("-n", "--tickets", type=int, default=200)
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
     rows = make_rows(args.tickets, args.seed)

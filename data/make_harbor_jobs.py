@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
 import shutil
 import uuid
@@ -224,7 +225,15 @@ class Job:
         error: str | None = None,
         steps: list[dict[str, Any]] | None = None,
         running: bool = False,
-    ) -> None:
+        started: datetime | None = None,
+        agent_seconds: float | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> datetime:
+        """Write one trial folder; returns when the trial finished (or started, if running).
+
+        ``started``, ``agent_seconds`` and ``usage`` replace the random start offset, agent
+        run time and token usage (the large job models them per agent and task).
+        """
         mk = self.mk
         self.n_total += 1
         agent_name, agent_version, model_string, provider = agent
@@ -236,13 +245,14 @@ class Job:
         folder = self.dir / name
         (folder / "agent").mkdir(parents=True)
         (folder / "config.json").write_text(dump(config_on_disk(self.version, config)))
-        started = mk.stamp(self.start, offset)
+        if started is None:
+            started = mk.stamp(self.start, offset)
         log = [f"{ts(started)} Trial {name} started (task {task}, agent {agent_name})"]
         if running:
             self.n_running += 1
             (folder / "agent" / "trajectory.jsonl").write_text('{"step": 1, "role": "agent"}\n')
             (folder / "trial.log").write_text("\n".join(log) + "\n")
-            return
+            return started
         env_end = mk.stamp(started, mk.rng.uniform(8, 40))
         no_agent = error in ("EnvironmentStartTimeoutError", "SandboxBuildFailedError")
         setup_end = None if no_agent else mk.stamp(env_end, mk.rng.uniform(15, 45))
@@ -279,13 +289,14 @@ class Job:
             )
         elif steps is None:
             assert setup_end is not None
-            agent_end = mk.stamp(setup_end, mk.rng.uniform(60, 900))
+            seconds = mk.rng.uniform(60, 900) if agent_seconds is None else agent_seconds
+            agent_end = mk.stamp(setup_end, seconds)
             verifier_end = mk.stamp(agent_end, mk.rng.uniform(10, 60))
             finished = mk.stamp(verifier_end, 1)
             if error is not None:
                 exc_info = exception(error, agent_end, self.version)
             result.update(
-                agent_result=mk.usage(),
+                agent_result=mk.usage() if usage is None else usage,
                 verifier_result={"rewards": reward},
                 verifier_environment_mode="shared",
                 exception_info=exc_info,
@@ -343,6 +354,7 @@ class Job:
         log.append(f"{ts(finished)} Trial {name} finished")
         (folder / "trial.log").write_text("\n".join(log) + "\n")
         self.results.append(result)
+        return finished
 
     @staticmethod
     def write_reward(folder: Path, reward: dict[str, Any] | None, kind: str) -> None:
@@ -355,17 +367,22 @@ class Job:
             (folder / "reward.json").write_text(json.dumps(reward) + "\n")
         (folder / "test-stdout.txt").write_text("collected 6 items\n\n...... done\n")
 
-    def write(self, *, finished: bool, config: dict[str, Any]) -> None:
+    def write(
+        self, *, finished: bool, config: dict[str, Any], n_retries: int = 0,
+        log: list[str] | None = None,
+    ) -> None:
         """Job files. Stats follow Harbor's ``JobStats.increment`` and metric rules."""
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "config.json").write_text(dump(config))
-        (self.dir / "job.log").write_text(f"Starting job {self.name}\n")
+        (self.dir / "job.log").write_text("".join(
+            line + "\n" for line in [f"Starting job {self.name}", *(log or [])]))
         # Harbor's final stats follow trial order; live stats completion order.
         key = "started_at" if finished else "finished_at"
         trials = sorted(self.results, key=lambda r: r[key])
         stats = job_stats(trials, self.version, final=finished)
         last = max(datetime.fromisoformat(r["finished_at"][:-1]) for r in trials)
         stats["n_running_trials"] = self.n_running
+        stats["n_retries"] = n_retries
         stats["n_pending_trials"] = max(self.n_total - len(trials) - self.n_running, 0)
         job: dict[str, Any] = {}
         if self.version == "0.26":
@@ -413,6 +430,22 @@ def mean_metric(rewards: list[dict[str, Any] | None]) -> dict[str, Any]:
     return {k: sum(0 if r is None else r.get(k, 0) for r in rewards) / len(rewards) for k in keys}
 
 
+def sum312(values: list[float]) -> float:
+    """``sum(values)`` of floats as Python >= 3.12 (the Python Harbor needs) computes it:
+    Neumaier-compensated, so it can differ from 3.11's plain sum in the last bit."""
+    total, compensation = 0.0, 0.0
+    for x in values:
+        t = total + x
+        if abs(total) >= abs(x):
+            compensation += (total - t) + x
+        else:
+            compensation += (x - t) + total
+        total = t
+    if compensation and math.isfinite(compensation):
+        total += compensation
+    return total
+
+
 def pass_at_k(trials: list[dict[str, Any]]) -> dict[str, float]:
     """0.25's ``_compute_pass_at_k_for_trials`` for one evaluation."""
     per_task: dict[str, list[int]] = {}
@@ -439,7 +472,7 @@ def pass_at_k(trials: list[dict[str, Any]]) -> dict[str, float]:
             for i in range(k):
                 product *= (n - c - i) / (n - i)
             vals.append(1.0 - product)
-        out[str(k)] = sum(vals) / len(vals)
+        out[str(k)] = sum312(vals) / len(vals)
     return out
 
 
@@ -605,6 +638,163 @@ def make_job_026(root: Path) -> None:
     )
 
 
+# --- the large job: six agent/model pairs on 40 tasks, 4 attempts each --------------------
+
+BENCH_JOB = "2025-07-14__09-00-00"
+BENCH_SOURCE = "terminal-bench-core"
+BENCH_ATTEMPTS = 4
+AGENT_TIMEOUT_SEC = 900.0
+# name, version, model string as configured, provider and name as Harbor parses them
+# (LiteLLM's provider split: "openrouter/anthropic/claude-opus-4.5" is provider
+# "openrouter", model "anthropic/claude-opus-4.5"), then the simulation's truth:
+# skill (logit scale), median agent run time (s), tokens in/out (thousands), share of input
+# served from cache, USD per million input / cached input / output tokens.
+BENCH_AGENTS: list[dict[str, Any]] = [
+    {"agent": ("terminus-2", "0.4.1", "openrouter/anthropic/claude-opus-4.5", "openrouter"),
+     "skill": 2.4, "seconds": 400.0, "k_in": 900, "k_out": 24, "cached": 0.7,
+     "usd": (5.0, 0.5, 25.0)},
+    {"agent": ("terminus-2", "0.4.1", "anthropic/claude-sonnet-4-5", "anthropic"),
+     "skill": 0.85, "seconds": 290.0, "k_in": 850, "k_out": 22, "cached": 0.7,
+     "usd": (3.0, 0.3, 15.0)},
+    {"agent": ("terminus-2", "0.4.1", "openai/gpt-5", "openai"),
+     "skill": 0.8, "seconds": 470.0, "k_in": 700, "k_out": 30, "cached": 0.6,
+     "usd": (1.25, 0.125, 10.0)},
+    {"agent": ("claude-code", "2.0.14", "anthropic/claude-haiku-4-5", "anthropic"),
+     "skill": 0.05, "seconds": 150.0, "k_in": 950, "k_out": 18, "cached": 0.75,
+     "usd": (1.0, 0.1, 5.0)},
+    {"agent": ("codex", "0.46.0", "openai/gpt-5-mini", "openai"),
+     "skill": -0.3, "seconds": 230.0, "k_in": 650, "k_out": 26, "cached": 0.6,
+     "usd": (0.25, 0.025, 2.0)},
+    {"agent": ("terminus-2", "0.4.1", "openrouter/qwen/qwen3-coder", "openrouter"),
+     "skill": -0.75, "seconds": 340.0, "k_in": 1100, "k_out": 20, "cached": 0.0,
+     "usd": (0.22, 0.22, 0.95)},
+]
+# Task difficulty on the same logit scale: "easy" tasks every agent solves every time,
+# "impossible" ones none does; the others get a difficulty spread over the agents' range.
+BENCH_EASY = ["hello-world", "count-csv-rows", "fix-permissions", "create-venv", "grep-todo-lines",
+              "rename-files-by-date"]
+BENCH_IMPOSSIBLE = ["compile-linux-kernel-module", "recover-corrupted-sqlite",
+                    "reverse-engineer-binary-protocol", "port-fortran-solver-to-rust"]
+BENCH_GRADED = [
+    "fix-git-merge-conflict", "parse-nginx-logs", "sqlite-add-index", "regex-extract-emails",
+    "build-cython-ext", "setup-nginx-reverse-proxy", "write-makefile", "debug-segfault-c",
+    "configure-cron-backup", "migrate-postgres-schema", "train-sklearn-pipeline",
+    "dockerize-flask-app", "fix-python-packaging", "jq-transform-json", "bash-log-rotation",
+    "optimize-slow-query", "implement-lru-cache", "resolve-dependency-conflict",
+    "patch-openssl-config", "profile-memory-leak", "write-systemd-unit", "fix-flaky-test",
+    "convert-notebook-to-script", "parallelize-with-multiprocessing", "tune-gc-settings",
+    "crack-weak-hash", "git-bisect-regression", "cross-compile-arm", "fix-unicode-csv",
+    "deploy-static-site",
+]
+BENCH_TASKS = sorted(BENCH_EASY + BENCH_IMPOSSIBLE + BENCH_GRADED)
+# Exceptions: a few agents exit non-zero (still graded) and two environments never start
+# (no reward); Harbor retried both kinds twice before keeping the failure. Six other trials
+# failed to start once and succeeded on the retry, so only job.log and n_retries show them.
+BENCH_NONZERO_EXIT = 0.006  # per trial
+BENCH_ENV_FAILED = [("openai/gpt-5-mini", "migrate-postgres-schema", 2),
+                    ("openrouter/qwen/qwen3-coder", "cross-compile-arm", 3)]
+BENCH_RETRIED = 6
+MAX_RETRIES = 2
+
+
+def bench_difficulty(rng: random.Random) -> dict[str, float]:
+    """Each graded task's difficulty (logit scale), evenly spread with a little noise."""
+    n = len(BENCH_GRADED)
+    return {
+        task: -2.2 + 4.8 * (i + 0.5) / n + rng.gauss(0, 0.25)
+        for i, task in enumerate(rng.sample(BENCH_GRADED, n))
+    }
+
+
+def solve_probability(skill: float, task: str, difficulty: dict[str, float]) -> float:
+    if task in BENCH_EASY:
+        return 1.0
+    if task in BENCH_IMPOSSIBLE:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-1.7 * (skill - difficulty[task])))
+
+
+def bench_usage(mk: Maker, spec: dict[str, Any], scale: float) -> dict[str, Any]:
+    n_in = int(spec["k_in"] * 1000 * scale * math.exp(mk.rng.gauss(0, 0.35)))
+    n_cache = int(n_in * spec["cached"] * mk.rng.uniform(0.85, 1.0))
+    n_out = int(spec["k_out"] * 1000 * scale * math.exp(mk.rng.gauss(0, 0.4)))
+    usd_in, usd_cache, usd_out = spec["usd"]
+    cost = ((n_in - n_cache) * usd_in + n_cache * usd_cache + n_out * usd_out) / 1e6
+    return {
+        "n_input_tokens": n_in, "n_cache_tokens": n_cache, "n_output_tokens": n_out,
+        "cost_usd": round(cost, 4), "model_usage": None, "rollout_details": None,
+        "metadata": None,
+    }
+
+
+def make_job_bench(root: Path) -> None:
+    """Harbor 0.25, finished: 6 agent/model pairs x 40 tasks x 4 attempts (960 trials).
+
+    Trials run 16 at a time in submission order (attempt, agent, task), each starting when
+    a slot frees up. Whether a trial solves its task is drawn from the agent's skill and
+    the task's difficulty; harder tasks take longer and use more tokens, and an agent still
+    running after 900 s is stopped (``AgentTimeoutError``; the verifier still grades it).
+    """
+    mk = Maker(SEED + 2)
+    job = Job(root, BENCH_JOB, "0.25", mk, datetime(2025, 7, 14, 9, 0, 0, 250113))
+    difficulty = bench_difficulty(mk.rng)
+    plan = [(attempt, spec, task) for attempt in range(BENCH_ATTEMPTS)
+            for spec in BENCH_AGENTS for task in BENCH_TASKS]
+    env_failed = {(m, t, a) for m, t, a in BENCH_ENV_FAILED}
+    retried = set(mk.rng.sample(range(len(plan)), BENCH_RETRIED))
+    slots = [0.0] * 16
+    log: list[str] = []
+    n_retries = 0
+    for i, (attempt, spec, task) in enumerate(plan):
+        agent = spec["agent"]
+        slot = min(range(len(slots)), key=lambda j: slots[j])
+        offset = slots[slot] + mk.rng.uniform(0.5, 3.0)
+        hard = 0.5 if task in BENCH_EASY else 1.6 if task in BENCH_IMPOSSIBLE else (
+            1.0 + 0.25 * difficulty[task])
+        seconds = spec["seconds"] * max(hard, 0.3) * math.exp(mk.rng.gauss(0, 0.45))
+        solved = mk.rng.random() < solve_probability(spec["skill"], task, difficulty)
+        error = None
+        if (agent[2], task, attempt) in env_failed:
+            error = "EnvironmentStartTimeoutError"
+        elif seconds > AGENT_TIMEOUT_SEC:
+            seconds = AGENT_TIMEOUT_SEC + mk.rng.uniform(0, 2)
+            error = "AgentTimeoutError"
+            solved = solved and mk.rng.random() < 0.3  # most time-outs leave it unsolved
+        elif task not in BENCH_EASY and mk.rng.random() < BENCH_NONZERO_EXIT:
+            error = "NonZeroAgentExitCodeError"
+        # Harbor retries these (not in RetryConfig's exclude list) with a 1 s back-off and
+        # removes the failed attempt's folder: only job.log and n_retries remember it.
+        persisted = error in ("EnvironmentStartTimeoutError", "NonZeroAgentExitCodeError")
+        failures = MAX_RETRIES if persisted else int(i in retried)
+        if failures and error is None:
+            offset += 600.0 + 1.0  # the failed start took the environment's 600 s
+        finished = job.add_trial(
+            task=task, source=BENCH_SOURCE, agent=agent, offset=offset,
+            reward=None if error == "EnvironmentStartTimeoutError" else {
+                "reward": 1.0 if solved else 0.0},
+            reward_file="txt", error=error, agent_seconds=seconds,
+            usage=bench_usage(mk, spec, max(hard, 0.3)),
+        )
+        slots[slot] = (finished - job.start).total_seconds()
+        name = job.results[-1]["trial_name"]
+        failed_with = error if persisted else "EnvironmentStartTimeoutError"
+        log += [f"Trial {name} failed with exception {failed_with}. Retrying in 1.00 seconds..."
+                ] * failures
+        n_retries += failures
+    job.write(
+        finished=True,
+        config={
+            "job_name": job.name, "jobs_dir": "jobs", "n_attempts": BENCH_ATTEMPTS,
+            "n_concurrent_trials": len(slots), "retry": {"max_retries": MAX_RETRIES},
+            "agents": [{"name": s["agent"][0], "model_name": s["agent"][2]}
+                       for s in BENCH_AGENTS],
+            "datasets": [{"path": f"datasets/{BENCH_SOURCE}"}],
+        },
+        n_retries=n_retries,
+        log=log,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-o", "--out", type=Path, default=Path(__file__).parent / "harbor_jobs")
@@ -614,6 +804,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True)
     make_job_025(args.out)
     make_job_026(args.out)
+    make_job_bench(args.out)
     count = sum(1 for _ in args.out.rglob("result.json"))
     print(f"wrote {count} result.json files under {args.out}")
 

@@ -29,6 +29,34 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted((data / "rewards").glob("*.jsonl")):
         print(f"{path.name:<24} mean {json.dumps(mk.aggregate(path))}")
 
+    bench = data / "harbor_jobs" / "2025-07-14__09-00-00"
+    print(f"\n== A Harbor job: 6 agent/model pairs x 40 tasks x 4 attempts ({bench})")
+    trials = mk.read_harbor_job(bench, progress=False)
+    table = mk.breakdown(trials, by=["agent", "model"]).sort_values("mean", ascending=False)
+    table["cost_per_solve"] = table["mean_cost_usd"] / table["mean"]
+    table["minutes"] = table["mean_latency_ms"] / 60_000
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print("pass rate per model (95 % CI clustered by task; cost in USD per trial):")
+        print(table[["agent", "model", "n", "n_tasks", "mean", "ci_low", "ci_high", "n_errors",
+                     "mean_cost_usd", "cost_per_solve", "minutes"]].round(3)
+              .to_string(index=False))
+    ranked = mk.compare_metrics(trials, {"pass rate": "reward"}, by="model").table
+    best = ranked[ranked["best_group"]]["group"].tolist()
+    print(f"\nbest at 95 % (ranks over task resamples): {', '.join(best)}")
+    shared = ranked[ranked["rank_low"] < ranked["rank_high"]]
+    for rank_range, rows in shared.groupby(["rank_low", "rank_high"]):
+        print(f"  ranks {rank_range[0]}-{rank_range[1]} shared by: {', '.join(rows['group'])}")
+    means = plots.candidate_means(trials, ["reward", "total_ms", "cost_usd"], by="model")
+    front = plots.pareto_front(means, maximize=("reward",), minimize=("total_ms", "cost_usd"))
+    print(f"Pareto front (pass rate / time / cost): {', '.join(means['model'][front])}; "
+          f"dominated: {', '.join(means['model'][~front]) or 'none'}")
+    fig, axes = plt.subplots(1, 2, figsize=(15, 9), layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 1.3]})
+    plots.task_heatmap(trials, by="model", ax=axes[0])
+    plots.tradeoff(trials, x="total_ms", y="reward", color="cost_usd", by="model", ax=axes[1])
+    fig.savefig(out / "harbor_job.png", dpi=100)
+    plt.close(fig)
+
     print("\n== Metric definitions side by side (data/rewards/runs)")
     runs = mk.read_rewards(str(data / "rewards" / "runs" / "*.jsonl"))
     runs["run"] = [Path(s).stem for s in runs["_source"].astype(str)]
@@ -54,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     fig.savefig(out / "compare_metrics.png", dpi=100)
     plt.close(fig)
 
-    print("\n== Accuracy / speed / cost trade-off (data/cases/tickets.jsonl)")
+    print("\n== Accuracy / speed / cost trade-off: 200 tickets x 6 candidates "
+          "(data/cases/tickets.jsonl)")
     cases = pd.read_json(data / "cases" / "tickets.jsonl", lines=True)
     spec = mk.RewardSpec.from_dict({"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
                                     "accuracy": {}, "speed": {"reference": 2000},
@@ -82,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     fig.savefig(out / "tradeoff.png", dpi=100)
     plt.close(fig)
 
-    print(f"\nwrote {out / 'compare_metrics.png'} and {out / 'tradeoff.png'}")
+    written = ", ".join(str(out / n) for n in ("harbor_job.png", "compare_metrics.png",
+                                                     "tradeoff.png"))
+    print(f"\nwrote {written}")
     return 0
 
 

@@ -17,6 +17,10 @@ from metrickit.errors import MetrickitError
 
 __all__ = ["main"]
 
+# metrickit.scoring.metric_scripts.FUNCTION_SIGNATURE, spelled out here so that --help does
+# not import the library (a test keeps the two equal)
+FUNCTION_SIGNATURE = "compute(rewards: list[dict | None]) -> dict[str, float]"
+
 Command = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, Command] = {}
 
@@ -85,6 +89,7 @@ def _new_metric(args: argparse.Namespace) -> int:
         key=args.key,
         function=function,
         overwrite=args.force,
+        sample=args.sample if args.kind == "function" else None,
     )
     print(
         f"wrote {out}: a Harbor metric.py ({args.kind}); run it with "
@@ -161,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
         "new-metric",
         help="write a Harbor-ready metric.py for a built-in or your own metric",
         description="Write a standalone metric.py (stdlib only, PEP 723 header, -i/-o contract).",
+        epilog=(
+            "--kind function --from FILE.py:FUNC copies your function into the script. It "
+            f"must be  {FUNCTION_SIGNATURE}:  one reward dict per trial (None for a trial "
+            "without a reward; a dict may lack keys), returning named finite numbers, e.g. "
+            '{"pass_rate": 0.8}. It is run on sample rows first (--sample, default '
+            "Harbor's missing-dimensions example), in this process and as the written script "
+            "with the standard library only, and refused if it raises or returns anything "
+            "else (a bare number, non-string keys, NaN or inf). Imports and helpers it "
+            "uses must be inside the function."
+        ),
     )
     new.add_argument("name", help="name of the metric (the key it writes)")
     new.add_argument("-o", "--output", type=Path, required=True, help="file to write")
@@ -181,7 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument(
         "--from",
         dest="source",
-        help="function: FILE.py:FUNC, a compute(rewards) -> dict over reward rows",
+        metavar="FILE.py:FUNC",
+        help=f"function: the function to copy in, {FUNCTION_SIGNATURE}",
+    )
+    new.add_argument(
+        "--sample",
+        type=Path,
+        metavar="REWARDS.jsonl",
+        help="function: reward rows to try the function on before writing (default: "
+        "Harbor's missing-dimensions example)",
     )
 
     check = sub.add_parser(

@@ -6,10 +6,10 @@ True
 >>> {"harbor_jobs", "multi_dim", "tickets"} <= set(mk.examples.names())
 True
 >>> mk.examples.load("tickets").shape
-(300, 8)
+(1200, 8)
 
 The files are the ones documented in the repository's ``data/README.md``: Harbor reward
-files, two Harbor job folders, a scored case table and example scorer and metric scripts.
+files, three Harbor job folders, a scored case table and example scorer and metric scripts.
 A wheel carries them inside the package (``metrickit/_examples``); a source checkout
 (an editable install) reads them from the checkout's ``data/`` folder. Either way the
 path does not depend on where Python was started, so a notebook opened from
@@ -25,14 +25,27 @@ __all__ = ["load", "names", "path", "root"]
 
 # name -> (path under the examples root, what load() returns)
 _DATASETS: dict[str, tuple[str, str]] = {
-    "harbor_jobs": ("harbor_jobs", "trial table (read_harbor_job) of two Harbor job folders"),
+    "harbor_jobs": ("harbor_jobs", "trial table (read_harbor_job) of three Harbor job folders"),
     "runs": ("rewards/runs", "reward frame (read_rewards) of three runs of 400 tasks"),
     "sample_3000": ("rewards/sample_3000.jsonl", "reward frame of 3,000 generated lines"),
     "single_dim": ("rewards/single_dim.jsonl", "Harbor's single-dimension example"),
     "multi_dim": ("rewards/multi_dim.jsonl", "Harbor's multi-dimensional example"),
     "missing_dims": ("rewards/missing_dims.jsonl", "Harbor's missing-dimensions example"),
-    "tickets": ("cases/tickets.jsonl", "case table: 100 tickets x 3 candidates, scored"),
+    "tickets": ("cases/tickets.jsonl", "case table: 200 tickets x 6 candidates, scored"),
     "extraction": ("cases/extraction.jsonl", "case table of a field-extraction task"),
+    "inspect_logs": ("other_formats/inspect_logs",
+                     "trial table (read_inspect_log) of two Inspect AI logs"),
+    "lm_eval_output": ("other_formats/lm_eval_output",
+                       "trial table (read_lm_eval_samples) of an lm-evaluation-harness run"),
+    "terminal_bench_run": ("other_formats/terminal_bench_run/2025-08-15__19-28-24",
+                           "trial table (read_terminal_bench) of a Terminal-Bench 1 run"),
+}
+
+_TRIAL_READERS = {
+    "harbor_jobs": ("metrickit.io.harbor", "read_harbor_job"),
+    "inspect_logs": ("metrickit.io.inspect_logs", "read_inspect_log"),
+    "lm_eval_output": ("metrickit.io.lm_eval_samples", "read_lm_eval_samples"),
+    "terminal_bench_run": ("metrickit.io.terminal_bench", "read_terminal_bench"),
 }
 
 
@@ -78,16 +91,18 @@ def path(name: str) -> Path:
 def load(name: str, *, backend: Literal["pandas", "polars"] = "pandas") -> Any:
     """An example data set as a DataFrame (``backend="polars"`` for polars).
 
-    ``"harbor_jobs"`` gives a trial table, the reward files a reward frame, and the case
-    tables (``"tickets"``, ``"extraction"``) one row per case.
+    ``"harbor_jobs"`` and the other evaluation formats (``"inspect_logs"``,
+    ``"lm_eval_output"``, ``"terminal_bench_run"``) give a trial table, the reward files a
+    reward frame, and the case tables (``"tickets"``, ``"extraction"``) one row per case.
     """
     if name not in _DATASETS:
         raise FileNotFoundError(f"no example data set {name!r}; expected one of {names()}")
     target = path(name)
-    if name == "harbor_jobs":
-        from metrickit.io.harbor import read_harbor_job
+    if name in _TRIAL_READERS:
+        import importlib
 
-        return read_harbor_job(target, backend=backend)
+        module, reader = _TRIAL_READERS[name]
+        return getattr(importlib.import_module(module), reader)(target, backend=backend)
     if target.is_dir() or name in ("sample_3000", "single_dim", "multi_dim", "missing_dims"):
         from metrickit.io.rewards import read_rewards
 

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 JOBS = ROOT / "data" / "harbor_jobs"
 JOB_025 = JOBS / "2025-06-02__10-00-00"
 JOB_026 = JOBS / "2025-06-03__14-30-00"
+JOB_BENCH = JOBS / "2025-07-14__09-00-00"  # 6 agent/model pairs x 40 tasks x 4 attempts
 
 
 def stored_metrics(job: Path) -> dict[str, dict]:
@@ -156,15 +157,23 @@ def test_sample_job_026_running_multistep_and_policies():
 
 def test_folder_of_jobs_and_list_of_jobs_agree():
     every = mk.read_harbor_job(JOBS)
-    listed = mk.read_harbor_job([JOB_025, JOB_026])
-    assert len(every) == 44
-    assert list(every["job"].unique()) == [JOB_025.name, JOB_026.name]
+    listed = mk.read_harbor_job([JOB_025, JOB_026, JOB_BENCH])
+    # one row per trial folder (a folder with a config.json), running trials included
+    folders = [t for job in (JOB_025, JOB_026, JOB_BENCH) for t in job.iterdir()
+               if (t / "config.json").is_file()]
+    assert len(every) == len(folders) == 24 + 20 + 6 * 40 * 4
+    assert list(every["job"].unique()) == [JOB_025.name, JOB_026.name, JOB_BENCH.name]
     pd.testing.assert_frame_equal(every, listed)
     assert set(every.columns) >= {"reward", "correctness", "style", "_kind_style"}
-    # a key that only one job has is zero-filled and marked missing in the other
+    # a key that no trial of an evaluation has is missing (NA) there, never 0
     first = every[every["job"] == JOB_025.name]
-    assert (first["correctness"] == 0).all()
+    assert first["correctness"].isna().all()
     assert (first["_kind_correctness"] == "missing").all()
+    # within an evaluation that has the key, a trial without it is Harbor's 0
+    for _, trials in every.groupby("eval"):
+        has = trials["_kind_correctness"] != "missing"
+        if has.any():
+            assert (trials.loc[~has, "correctness"] == 0).all()
 
 
 def test_polars_backend_same_content():

@@ -463,7 +463,7 @@ def test_score_cases_exact_match_agrees_with_the_accuracy_column(cases_dir, tick
     score, _ = mk.load_scorer(cases_dir / "exact_match.py")
     scored = mk.score_cases(score, tickets, progress=False)
     cases = pd.read_json(tickets, lines=True)
-    assert len(scored) == 300
+    assert len(scored) == len(tickets.read_text().splitlines()) == 200 * 6
     assert list(scored.columns) == ["case_id", "candidate", "latency_ms", "cost_usd", "score",
                                     "feedback", "scorer_ms", "error"]
     assert scored["case_id"].tolist() == cases["case_id"].tolist()
@@ -548,7 +548,8 @@ def test_any_executor_is_accepted_and_executor_failures_keep_the_case(cases_dir,
     executor = CountingExecutor()
     scored = mk.score_cases(cases_dir / "exact_match.py", tickets, executor=executor,
                             progress=False)
-    assert executor.submitted == 300 and len(scored) == 300
+    n_cases = len(tickets.read_text().splitlines())  # 200 tickets x 6 candidates
+    assert executor.submitted == n_cases == len(scored) == 1200
 
     class Failing(CountingExecutor):
         def submit(self, fn, /, *args, **kwargs):
@@ -676,13 +677,61 @@ def test_as_dspy_metric_without_dspy_fails_only_when_called(monkeypatch, cases_d
         metric(Example({}, {"label": "a"}), {"label": "a"})
 
 
-def test_as_dspy_metric_with_real_dspy(cases_dir):
-    dspy = pytest.importorskip("dspy")
+@pytest.mark.slow
+def test_as_dspy_metric_with_real_dspy(cases_dir, tickets, monkeypatch):
+    # DSPy imports LiteLLM, which fetches a model price list over the network at import
+    # unless told to use its bundled copy; the test makes no network call.
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import dspy
+        from dspy.adapters import JSONAdapter
+        from dspy.utils import DummyLM
+    except ImportError:  # pragma: no cover - a dev dependency
+        pytest.fail("DSPy is a dev dependency: pip install -e '.[dev]'")
     metric = mk.as_dspy_metric(mk.load_scorer(cases_dir / "exact_match.py")[0])
-    example = dspy.Example(message="charged twice", label="billing").with_inputs("message")
-    result = metric(example, dspy.Prediction(label="billing"))
-    assert isinstance(result, dspy.Prediction)
-    assert result.score == 1.0 and result.feedback == "Correct."
+    rows, _ = read_cases(tickets)
+    devset = [
+        dspy.Example(message=r["input"]["message"], label=r["expected"]["label"])
+        .with_inputs("message")
+        for r in rows[:6]
+    ]
+    # 1. inside a real dspy.Evaluate: a no-network LM answers right on 4 of 6 cases
+    answers = [{"label": ex.label if i not in (1, 4) else "nonsense"}
+               for i, ex in enumerate(devset)]
+    with dspy.context(lm=DummyLM(answers)):
+        result = dspy.Evaluate(devset=devset, metric=metric, num_threads=1)(
+            dspy.Predict("message -> label"))
+    assert [float(r[2]) for r in result.results] == [1, 0, 1, 1, 0, 1]
+    assert all(isinstance(r[2], dspy.Prediction) for r in result.results)
+    assert result.results[1][2].feedback == f"Expected {devset[1].label!r}, got 'nonsense'."
+    assert result.score == round(100 * 4 / 6, 2)  # DSPy reports a percentage, 2 decimals
+
+    # 2. GEPA's feedback metric: called as metric(gold, pred, trace, pred_name, pred_trace)
+    calls = []
+
+    def recording(gold, pred, trace=None, pred_name=None, pred_trace=None):
+        out = metric(gold, pred, trace, pred_name, pred_trace)
+        calls.append((pred_name, pred_trace, out.score, out.feedback))
+        return out
+
+    example, prediction = devset[0], dspy.Prediction(label=devset[0].label)
+    direct = metric(example, prediction, None, "self", [(None, example.inputs(), prediction)])
+    assert (direct.score, direct.feedback) == (1.0, "Correct.")
+    student = DummyLM([{"label": "billing"}] * 200)
+    reflection = DummyLM([{"new_instruction": "Answer with the routing label only."}] * 50,
+                         adapter=JSONAdapter())
+    with dspy.context(lm=student):
+        gepa = dspy.GEPA(metric=metric, max_metric_calls=10, reflection_lm=reflection,
+                         num_threads=1, reflection_minibatch_size=2)
+        gepa.metric_fn = recording  # GEPA checked the five-argument signature on metric
+        optimized = gepa.compile(dspy.Predict("message -> label"), trainset=devset[:2],
+                                 valset=devset[2:4])
+    assert isinstance(optimized, dspy.Module)
+    per_predictor = [c for c in calls if c[0] is not None]
+    assert per_predictor, calls  # GEPA asked for feedback on a predictor
+    for _, pred_trace, score, feedback in per_predictor:
+        assert pred_trace and score in (0.0, 1.0)
+        assert feedback == "Correct." or feedback.startswith("Expected ")
 
 
 # ---------------------------------------------------------------------------

@@ -367,3 +367,154 @@ def test_write_metric_script_checks_types_as_the_metrics_do(tmp_path):
     mk.write_metric_script(out, kind="quantile", q=np.float64(0.25))
     assert mk.run_metric_script(out, [{"a": 0}, {"a": 4}], python=sys.executable) == {
         "quantile": 1.0}
+
+
+# ---------------------------------------------------------------------------
+# new-metric --kind function: the signature stated, the function tried before writing
+# ---------------------------------------------------------------------------
+
+FUNCTIONS = '''
+import math
+import statistics
+
+
+def good(rewards):
+    ok = [r for r in rewards if r and r.get("correctness", 0) >= 1]
+    return {"solved": len(ok) / len(rewards), "n": len(rewards)}
+
+
+def bare_float(rewards):
+    return 0.5
+
+
+def int_keys(rewards):
+    return {1: 0.5}
+
+
+def not_finite(rewards):
+    return {"m": float("nan")}
+
+
+def infinite(rewards):
+    return {"m": math.inf}
+
+
+def string_value(rewards):
+    return {"m": "0.5"}
+
+
+def boolean_value(rewards):
+    return {"m": True}
+
+
+def a_list(rewards):
+    return [0.5]
+
+
+def empty(rewards):
+    return {}
+
+
+def crashes_on_none(rewards):
+    return {"m": sum(r["correctness"] for r in rewards) / len(rewards)}
+
+
+def uses_a_module_import(rewards):
+    return {"m": statistics.fmean(1.0 if r else 0.0 for r in rewards)}
+
+
+def uses_numpy(rewards):
+    import numpy as np
+
+    return {"m": float(np.mean([1.0 if r else 0.0 for r in rewards]))}
+'''
+
+
+@pytest.fixture
+def functions(tmp_path):
+    path = tmp_path / "my_metrics.py"
+    path.write_text(FUNCTIONS)
+    return path
+
+
+def test_new_metric_help_states_the_function_signature():
+    from metrickit import cli
+    from metrickit.scoring import metric_scripts
+
+    signature = "compute(rewards: list[dict | None]) -> dict[str, float]"
+    assert cli.FUNCTION_SIGNATURE == metric_scripts.FUNCTION_SIGNATURE == signature
+    proc = subprocess.run([sys.executable, "-m", "metrickit.cli", "new-metric", "--help"],
+                          capture_output=True, text=True, check=True)
+    assert signature in " ".join(proc.stdout.split())  # argparse wraps the lines
+    assert "bare number" in proc.stdout and "--sample" in proc.stdout
+
+
+def test_new_metric_function_writes_the_signature_and_runs_like_harbor(tmp_path, functions,
+                                                                       data_dir):
+    from metrickit import cli
+
+    out = tmp_path / "metric.py"
+    assert cli.main(["new-metric", "solved", "-o", str(out), "--kind", "function",
+                     "--from", f"{functions}:good"]) == 0
+    text = out.read_text()
+    assert "# compute(rewards: list[dict | None]) -> dict[str, float]" in text
+    assert "compute = good" in text
+    rows = [json.loads(x) for x in (data_dir / "rewards" / "multi_dim.jsonl").read_text()
+            .splitlines()]
+    expected = {"solved": sum(1 for r in rows if r and r.get("correctness", 0) >= 1) / len(rows),
+                "n": len(rows)}
+    assert mk.run_metric_script(out, data_dir / "rewards" / "multi_dim.jsonl",
+                                python=sys.executable) == expected
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("bare_float", "returned the bare number 0.5; return a dict of named numbers"),
+        ("int_keys", "key 1 is a int; metric names must be strings"),
+        ("not_finite", "'m': nan is not finite"),
+        ("infinite", "'m': inf is not finite"),
+        ("string_value", "'m': '0.5' is a str; expected a number"),
+        ("boolean_value", "'m': True is a bool; expected a number"),
+        ("a_list", "returned list [0.5]; expected a dict of named numbers"),
+        ("empty", "returned an empty dict"),
+        ("crashes_on_none", "raised KeyError: 'correctness' on the sample rows"),
+        ("uses_a_module_import", "NameError: name 'statistics' is not defined"),
+        ("uses_numpy", "No module named 'numpy'"),
+    ],
+)
+def test_new_metric_function_refuses_what_harbor_would_reject(tmp_path, capsys, functions,
+                                                              function, message):
+    from metrickit import cli
+
+    out = tmp_path / "metric.py"
+    assert cli.main(["new-metric", "m", "-o", str(out), "--kind", "function",
+                     "--from", f"{functions}:{function}"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("metrickit new-metric: error: ") and message in err, err
+    if function not in ("uses_a_module_import", "uses_numpy"):  # fail in this process
+        assert "compute(rewards: list[dict | None]) -> dict[str, float]" in err or (
+            "raised" in err and "--sample" in err), err
+    assert not out.exists()
+
+
+def test_new_metric_function_sample_rows(tmp_path, capsys, functions):
+    from metrickit import cli
+
+    # fails on the default rows (a None row), passes on rows that have every key
+    sample = tmp_path / "rows.jsonl"
+    sample.write_text('{"correctness": 1}\n{"correctness": 0}\n\n{"correctness": true}\n')
+    out = tmp_path / "metric.py"
+    assert cli.main(["new-metric", "m", "-o", str(out), "--kind", "function",
+                     "--from", f"{functions}:crashes_on_none"]) == 1
+    assert "--sample" in capsys.readouterr().err
+    assert cli.main(["new-metric", "m", "-o", str(out), "--kind", "function",
+                     "--from", f"{functions}:crashes_on_none", "--sample", str(sample)]) == 0
+    assert mk.run_metric_script(out, sample, python=sys.executable) == {"m": 2 / 3}
+    with pytest.raises(mk.MetricError, match="expected at least one reward row"):
+        mk.write_metric_script(tmp_path / "x.py", kind="function", function=user_metric,
+                               sample=[1, 2])
+    with pytest.raises(mk.MetricError, match="cannot read it as reward JSONL"):
+        mk.write_metric_script(tmp_path / "x.py", kind="function", function=user_metric,
+                               sample=tmp_path / "missing.jsonl")
+    assert not (tmp_path / "x.py").exists()

@@ -266,11 +266,13 @@ def test_score_frame_options_and_errors():
 def test_score_frame_on_the_sample_case_table(data_dir):
     cases = pl.read_ndjson(data_dir / "cases" / "tickets.jsonl")
     out = mk.RewardSpec.from_dict(DESIGN_SPEC).score_frame(cases)
-    assert out.height == 300
+    assert out.height == 200 * 6  # 200 tickets x 6 candidates (data/make_cases.py)
     unmeasured = out.filter(pl.col("latency_ms").is_null())
     assert unmeasured.height > 0 and (unmeasured["speed_score"] == 0).all()
     means = out.group_by("candidate").agg(pl.col("accuracy").mean(), pl.col("reward").mean())
-    assert set(means["candidate"]) == {"mini-fast", "base", "large-cot"}
+    assert set(means["candidate"]) == {
+        "mini-fast", "base", "openrouter/anthropic/claude-haiku-4.5",
+        "openrouter/openai/gpt-5-mini", "large-cot", "base-v0"}
 
 
 

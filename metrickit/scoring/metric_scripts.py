@@ -469,6 +469,119 @@ _WRITTEN_BY = (
 )
 
 
+FUNCTION_SIGNATURE = "compute(rewards: list[dict | None]) -> dict[str, float]"
+"""What ``write_metric_script(kind="function")`` and ``new-metric --kind function`` take."""
+
+FUNCTION_SAMPLE: list[dict[str, Any] | None] = [
+    {"correctness": 1.0, "style": 0.5}, {"correctness": 1}, {"style": 1}, {}, None,
+]
+"""Reward rows a function metric is tried on when no sample is given: a full row, then
+Harbor's missing-dimensions example (a key missing, an empty dict, ``null``)."""
+
+_FUNCTION_COMMENT = (
+    f"# {FUNCTION_SIGNATURE}\n"
+    "# rewards: one dict per trial (reward key -> number), None for a trial without a reward.\n"
+    "# Returns named finite numbers, e.g. {\"pass_rate\": 0.8}; Harbor stores them as metrics.\n"
+)
+
+
+def _sample_rows(sample: Any) -> list[dict[str, Any] | None]:
+    """Reward rows to try a function metric on: a list as given, or a reward JSONL file read
+    the way the written script reads it (blank lines skipped)."""
+    if sample is None:
+        return [None if r is None else dict(r) for r in FUNCTION_SAMPLE]
+    if isinstance(sample, str | os.PathLike):
+        try:
+            lines = Path(sample).read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines if line.strip()]
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise MetricError(f"sample {sample}: cannot read it as reward JSONL ({exc})") from None
+    elif isinstance(sample, Sequence):
+        rows = list(sample)
+    else:
+        raise MetricError(f"sample={type(sample).__name__}; expected a list of reward dicts/None "
+                          "or a reward JSONL file")
+    if not rows or not all(r is None or isinstance(r, Mapping) for r in rows):
+        raise MetricError("sample: expected at least one reward row, each a dict or None "
+                          f"(got {rows[:3]!r})")
+    return [None if r is None else {k: float(v) if isinstance(v, bool) else v
+                                    for k, v in r.items()} for r in rows]
+
+
+def _function_result_problem(value: Any) -> str | None:
+    """Why ``value`` is not a ``dict[str, float]`` of finite numbers (None when it is)."""
+    if not isinstance(value, dict):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return (f"it returned the bare number {value!r}; return a dict of named numbers, "
+                    f"e.g. {{'my_metric': {value!r}}}")
+        return (f"it returned {type(value).__name__} {value!r:.80}; expected a dict of named "
+                "numbers")
+    if not value:
+        return "it returned an empty dict; expected at least one named number"
+    for key, number in value.items():
+        if not isinstance(key, str):
+            return (f"key {key!r} is a {type(key).__name__}; metric names must be strings "
+                    "(JSON would turn it into a string silently)")
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            return (f"{key!r}: {number!r:.80} is a {type(number).__name__}; expected a number "
+                    "(int or float)")
+        if not math.isfinite(number):
+            return f"{key!r}: {number!r} is not finite; expected a finite number"
+    return None
+
+
+def _check_function(function: Callable[[list[Any]], Any], text: str, sample: Any) -> None:
+    """Run a function metric on sample rows in this process, then run the script ``text``
+    as Harbor would (a fresh interpreter with the standard library only); MetricError
+    unless both return a ``dict[str, float]`` of finite numbers."""
+    rows = _sample_rows(sample)
+    shown = json.dumps(rows)[:200]
+    name = getattr(function, "__name__", "compute")
+    try:
+        value = function([None if r is None else dict(r) for r in rows])
+    except Exception as exc:
+        raise MetricError(
+            f"{name}(rewards) raised {type(exc).__name__}: {exc} on the sample rows {shown}. "
+            "Harbor passes one dict per trial, and a dict may lack a key, be {} or be None "
+            "(null); handle those, or try it on your own rows (sample=, or --sample "
+            "REWARDS.jsonl)"
+        ) from exc
+    problem = _function_result_problem(value)
+    if problem:
+        raise MetricError(
+            f"{name} must be {FUNCTION_SIGNATURE}; on the sample rows {shown} {problem}"
+        )
+    with tempfile.TemporaryDirectory(prefix="metrickit-new-metric-") as tmp:
+        script, in_path, out_path = (Path(tmp) / n for n in
+                                     ("metric.py", "rewards.jsonl", "metrics.json"))
+        script.write_text(text, encoding="utf-8")
+        write_rewards_jsonl(rows, in_path)
+        # -I -S: no site-packages and no user paths, like `uv run` with `dependencies = []`
+        cmd = [sys.executable, "-I", "-S", str(script), "-i", str(in_path), "-o", str(out_path)]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=DEFAULT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise MetricError(f"the written metric.py ran past {DEFAULT_TIMEOUT:g} s on the "
+                              f"sample rows {shown}; nothing written") from None
+        if proc.returncode != 0:
+            raise MetricError(
+                f"the metric.py written from {name} fails on the sample rows {shown} when "
+                "run on its own, as Harbor runs it (only the function's source is copied: "
+                "imports and helpers it uses must be inside the function, and only the "
+                f"standard library is there):\n{proc.stderr.strip()[-_TAIL:]}"
+            )
+        try:
+            written = json.loads(out_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MetricError(f"the metric.py written from {name} wrote no readable JSON on "
+                              f"the sample rows ({exc})") from None
+        problem = _function_result_problem(written)
+        if problem:
+            raise MetricError(f"the metric.py written from {name} does not write named numbers "
+                              f"on the sample rows: {problem}")
+
+
 def write_metric_script(
     path: str | os.PathLike[str],
     *,
@@ -481,13 +594,21 @@ def write_metric_script(
     key: str | None = None,
     function: Callable[[list[Any]], Any] | None = None,
     overwrite: bool = True,
+    sample: Any = None,
 ) -> Path:
     """Write a standalone Harbor ``metric.py`` computing a built-in or your own metric.
 
     ``kind``: ``"mean"``/``"sum"``/``"min"``/``"max"`` (Harbor's own, bit for bit),
     ``"pass_rate"`` (``threshold``, optional ``keys``), ``"weighted"`` (``weights``),
     ``"quantile"`` (``q``, ``key``), or ``"function"``: ``function`` is a plain-Python
-    function ``compute(rewards: list[dict | None]) -> dict`` whose source is copied in.
+    function with the signature :data:`FUNCTION_SIGNATURE`,
+    ``compute(rewards: list[dict | None]) -> dict[str, float]`` (one reward dict per trial,
+    None for a trial without one; it returns named finite numbers such as
+    ``{"pass_rate": 0.8}``), whose source is copied in. Before anything is written the
+    function is run on ``sample`` (reward rows: a list of dicts/None or a reward JSONL
+    file; default :data:`FUNCTION_SAMPLE`, Harbor's missing-dimensions example plus a full
+    row), in this process and then as the written script would run under Harbor (standard
+    library only), and refused when it raises or returns anything but ``dict[str, float]``.
 
     Every argument is checked before anything is written, as the in-process metrics check
     them: ``threshold`` finite, weights finite, >= 0 and not all 0, ``0 <= q <= 1``, names
@@ -498,8 +619,9 @@ def write_metric_script(
     Raises
     ------
     MetricError
-        An argument the metric cannot use, or an existing file with ``overwrite=False``;
-        nothing is written.
+        An argument the metric cannot use, a function that fails on the sample rows or
+        returns something else than ``dict[str, float]``, or an existing file with
+        ``overwrite=False``; nothing is written.
     """
     out = Path(path)
     label = (_text("name", name) if name is not None else "") or _text("kind", kind)
@@ -543,7 +665,10 @@ def write_metric_script(
         except (OSError, TypeError) as exc:
             raise MetricError(f"the source of {fname} cannot be read ({exc}); expected a "
                               "function defined in a .py file") from None
-        body = "\n\n" + source + (f"\n\ncompute = {fname}\n" if fname != "compute" else "")
+        body = (
+            "\n\n" + _FUNCTION_COMMENT + source
+            + (f"\n\ncompute = {fname}\n" if fname != "compute" else "")
+        )
     else:
         raise MetricError(
             f"kind={kind!r}; expected mean, sum, min, max, pass_rate, weighted, quantile "
@@ -551,6 +676,9 @@ def write_metric_script(
         )
     doc = f"Harbor metric {label!r} ({kind})"
     text = _HEADER.format(docstring=_docstring(doc)) + body + _FOOTER.format(doc=doc)
+    if kind == "function":
+        assert function is not None
+        _check_function(function, text, sample)
     try:
         with open(out, "w" if overwrite else "x", encoding="utf-8") as fh:
             fh.write(text)
