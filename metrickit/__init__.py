@@ -50,7 +50,7 @@ def __getattr__(name: str) -> object:
     if name == "__all__":
         return sorted([*_public(), "__version__"])
     module = _public().get(name)
-    if name in _submodules or name in _PACKAGES:
+    if name in _submodules or (name in _PACKAGES and module is None):
         value = importlib.import_module(_submodules.get(name, f"{__name__}.{name}"))
         globals()[name] = value
         return value

@@ -89,6 +89,19 @@ from metrickit.scoring.contract import (
     load_scorer as load_scorer,
     read_reward_spec as read_reward_spec,
 )
+from metrickit.report.html import (
+    report as report,
+)
+from metrickit.scoring.feedback import (
+    FeedbackReport as FeedbackReport,
+    feedback_report as feedback_report,
+)
+from metrickit.scoring.judges import (
+    Agreement as Agreement,
+    JudgeRepeatability as JudgeRepeatability,
+    agreement as agreement,
+    judge_repeatability as judge_repeatability,
+)
 from metrickit.scoring.scorers import (
     CaseCheck as CaseCheck,
     ContractReport as ContractReport,
