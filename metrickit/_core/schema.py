@@ -300,7 +300,8 @@ def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(raw).select([column(i, name) for i, name in enumerate(raw)])
 
 
-TRIAL_STATUSES = ("ok", "empty", "null", "invalid", "running")
+#: the reward statuses plus ``running`` (a trial without a result yet)
+TRIAL_STATUSES = (*STATUSES, "running")
 
 
 

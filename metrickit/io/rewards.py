@@ -34,9 +34,6 @@ from metrickit._core.schema import MAX_FILLED_CELLS, Parsed, to_frame
 # Re-exported: other modules import these from here.
 from metrickit.errors import Problem, RewardFileError
 from metrickit.io.jsonl import (
-    NOT_QUOTE,
-    NUMBER_BYTES,
-    WHITESPACE,
     parse_blocks,
     parse_rows,
     raise_message,
@@ -59,8 +56,6 @@ Source = (
     | Iterable[Mapping[str, Any] | None]
     | Sequence[str | os.PathLike[str]]
 )
-
-
 
 
 # ---------------------------------------------------------------------------
@@ -146,35 +141,9 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
     return frame
 
 
-
-
-
-
-
-
 # ---------------------------------------------------------------------------
 # Sources
 # ---------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ---------------------------------------------------------------------------
@@ -182,79 +151,6 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
 # ---------------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-NUMBER_BYTES[list(b"0123456789.eE+- \t\r")] = True
-
-
-
-
-WHITESPACE[list(b" \t\r")] = True
-NOT_QUOTE[ord('"')] = False
-
-
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------------------
 # Frames
 # ---------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
