@@ -20,6 +20,8 @@ demo: $(STAMP)
 	@echo "out/metrics.json: $$(cat out/metrics.json)"
 	@echo
 	$(BIN)/python -m metrickit._demo data out
+	@echo
+	$(BIN)/metrickit report data/harbor_jobs/2025-07-14__09-00-00 --spec data/harbor_jobs_spec.py -o out/report.html
 
 # The real-browser test needs Debian's Chromium (Playwright cannot download a browser here);
 # as root with apt it is installed on first use, otherwise the test says what to install.

@@ -4,7 +4,7 @@ The public names are listed once, in ``metrickit/__init__.pyi``: type checkers r
 imports, and this module reads the same imports to load each name on first use
 (PEP 562) and to build ``__all__``. So ``import metrickit`` imports no numpy, pandas,
 polars or matplotlib, and a process that needs one module (the CLI) imports only that
-module's dependencies. Submodules (``metrickit.report.plots``, ``metrickit.widgets``) load on
+module's dependencies. Submodules (``metrickit.reporting.plots``, ``metrickit.widgets``) load on
 first use too.
 """
 
@@ -14,7 +14,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_PACKAGES = {"compute", "io", "report", "scoring"}
+_PACKAGES = {"compute", "io", "reporting", "scoring"}
 _exports: dict[str, str] = {}  # public name -> the module that defines it, from the stub
 _submodules: dict[str, str] = {}  # submodules the stub names (mk.plots) -> their full name
 
@@ -39,7 +39,7 @@ def _public() -> dict[str, str]:
                 and os.path.isdir(os.path.join(os.path.dirname(__file__), node.module[10:]))
             )
             for alias in node.names:
-                if package:  # `from metrickit.report import plots as plots`: a submodule
+                if package:  # `from metrickit.reporting import plots as plots`: a submodule
                     _submodules[alias.name] = f"{node.module}.{alias.name}"
                 else:
                     _exports[alias.name] = node.module

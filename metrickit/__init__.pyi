@@ -12,7 +12,7 @@ from metrickit.compute import (
     ranking as ranking,
     stats as stats,
 )
-from metrickit.report import (
+from metrickit.reporting import (
     plots as plots,
 )
 from metrickit._core.frame import (
@@ -89,7 +89,7 @@ from metrickit.scoring.contract import (
     load_scorer as load_scorer,
     read_reward_spec as read_reward_spec,
 )
-from metrickit.report.html import (
+from metrickit.reporting.html import (
     report as report,
 )
 from metrickit.scoring.feedback import (

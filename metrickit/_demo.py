@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     import metrickit as mk
-    from metrickit.report import plots
+    from metrickit.reporting import plots
 
     args = argv if argv is not None else sys.argv[1:]
     data = Path(args[0]) if args else Path("data")

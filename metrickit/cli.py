@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +48,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 @_command("summarize")
 def _summarize(args: argparse.Namespace) -> int:
-    from metrickit.report.summary import summarize_path
+    from metrickit.reporting.summary import summarize_path
 
     print(summarize_path(args.path))
     return 0
@@ -122,6 +123,26 @@ def _check_scorer(args: argparse.Namespace) -> int:
     report = check_scorer(args.scorer, args.cases, n=args.n, timeout=args.timeout)
     print(report)
     return 0 if report.ok else 1
+
+
+@_command("report")
+def _report(args: argparse.Namespace) -> int:
+    from metrickit.reporting.html import run_report
+
+    command = shlex.join(["metrickit", *args.argv])  # recorded under the report's provenance
+    return run_report(args, command=command, spec_loader=_reward_spec)
+
+
+def _reward_spec(path: Path) -> object:
+    """The REWARD_SPEC of a scorer file, read without running the file."""
+    from metrickit.errors import ScorerError
+    from metrickit.scoring.contract import read_reward_spec
+    from metrickit.scoring.spec import RewardSpec
+
+    spec = read_reward_spec(path)
+    if spec is None:
+        raise ScorerError(f"{path}: defines no REWARD_SPEC (give --spec a scorer file with one)")
+    return RewardSpec.from_dict(spec)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,12 +240,24 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
     )
+
+    from metrickit.reporting.html import add_report_arguments
+
+    add_report_arguments(sub.add_parser(
+        "report",
+        help="write a self-contained HTML (or Markdown) report of jobs, logs or a trial table",
+        description="Write one HTML file that opens from file:// with no network requests "
+        "(or Markdown with images beside it, for a .md output): candidates with "
+        "task-clustered intervals and ties, pass@k, trade-off and Pareto front, the task "
+        "heatmap, flips, errors, cost and tokens, the REWARD_SPEC ranking and provenance.",
+    ))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _COMMANDS[args.command](args)
     except MetrickitError as exc:

@@ -8,7 +8,7 @@ recomputes the composite reward of every case with the spec's own vectorised sco
 candidates, redraws the plots and shows the ``REWARD_SPEC`` literal to paste into a
 ``metric.py``.
 
-The plotting is :mod:`metrickit.report.plots`; this module only wires widgets to it.
+The plotting is :mod:`metrickit.reporting.plots`; this module only wires widgets to it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import numpy as np
 from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
-from metrickit.report import plots
-from metrickit.report.plots import grouped_mean_se
+from metrickit.reporting import plots
+from metrickit.reporting.plots import grouped_mean_se
 from metrickit.scoring.spec import PARTS, SHAPES, RewardSpec
 
 __all__ = ["SpecTuner", "tune_spec"]
@@ -87,7 +87,7 @@ def _reference_options(values: np.ndarray, *keep: float) -> list[tuple[str, floa
 
 def _human(value: float, unit: str) -> str:
     """``360000`` ms as ``6 min``, ``0.32`` USD as ``$0.32``."""
-    from metrickit.report.plots import unit_for
+    from metrickit.reporting.plots import unit_for
 
     shown = unit_for("x_ms" if unit == "ms" else "x_usd", [value])
     if shown.money:
@@ -106,7 +106,7 @@ class _TunerData:
         import narwhals as nw
         import pandas as pd
 
-        from metrickit.report.plots import short_labels
+        from metrickit.reporting.plots import short_labels
 
         nf = nw.from_native(frame, eager_only=True)
         missing = [c for c in (by, accuracy, latency, cost) if c and c not in nf.columns]

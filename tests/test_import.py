@@ -37,7 +37,7 @@ def test_every_public_name_resolves_in_a_fresh_process():
         "print(missing, callable(mk.aggregate), mk.plots.__name__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[] True metrickit.report.plots"
+    assert out.stdout.strip() == "[] True metrickit.reporting.plots"
 
 
 def test_all_is_the_stubs_imports():
@@ -45,7 +45,7 @@ def test_all_is_the_stubs_imports():
     imports = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
     # `name as name` is what makes a stub import a re-export for type checkers
     assert all(alias.asname == alias.name for node in imports for alias in node.names)
-    packages = {"metrickit", "metrickit.compute", "metrickit.report"}
+    packages = {"metrickit", "metrickit.compute", "metrickit.reporting"}
     names = [alias.name for node in imports if node.module not in packages
              for alias in node.names]
     submodules = {alias.name: f"{node.module}.{alias.name}" for node in imports
@@ -71,3 +71,18 @@ def test_star_import_gives_the_public_names():
     namespace: dict[str, object] = {}
     exec("from metrickit import *", namespace)
     assert {"read_rewards", "aggregate", "RewardFileError", "__version__"} <= namespace.keys()
+
+
+def test_no_public_name_is_also_a_subpackage_or_module():
+    # Importing metrickit.<x> binds the module to mk.<x>, so a public function named like a
+    # subpackage (mk.report vs a package metrickit/report/) would turn into the module after
+    # any `import metrickit.report.plots`.
+    root = Path(mk.__file__).parent
+    modules = {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if p.is_dir()}
+    assert not set(mk.__all__) & modules
+    code = (
+        "import metrickit.reporting.plots, metrickit.reporting.html, metrickit as mk\n"
+        "print(callable(mk.report), mk.report.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True metrickit.reporting.html"

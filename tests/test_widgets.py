@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import metrickit as mk
-from metrickit.report import plots
+from metrickit.reporting import plots
 from metrickit.widgets import tune_spec
 
 

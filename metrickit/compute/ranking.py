@@ -12,7 +12,7 @@ distribution and reports how stable the ranking is over the draws:
 * :func:`pairwise_tests`: every pair of candidates compared task by task, with Holm's
   adjustment for the number of pairs.
 * :func:`candidate_table`: per-candidate means with task-clustered intervals, cost per
-  success, and ``p_front``, for :func:`metrickit.report.plots.tradeoff` and the tuner.
+  success, and ``p_front``, for :func:`metrickit.reporting.plots.tradeoff` and the tuner.
 """
 
 from __future__ import annotations

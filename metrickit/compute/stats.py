@@ -100,6 +100,9 @@ class Interval:
         Confidence level, e.g. 0.95.
     n_clusters
         Number of clusters (tasks) for the clustered methods, else None.
+    cluster_unit
+        What a cluster is, as printed: ``"tasks"`` (default), or ``"cases"`` for judge
+        repeats nested in cases.
     note
         Why the interval may fall short of its nominal coverage, or why there is none
         (``"few tasks (6)"``, ``"all values equal"``); empty when nothing to say.
@@ -114,10 +117,13 @@ class Interval:
     confidence: float
     n_clusters: int | None = None
     note: str = ""
+    cluster_unit: str = "tasks"
 
     def __str__(self) -> str:
         pct = f"{self.confidence * 100:g}%"
-        size = f"n={self.n}" if self.n_clusters is None else f"n={self.n}, tasks={self.n_clusters}"
+        size = f"n={self.n}"
+        if self.n_clusters is not None:
+            size += f", {self.cluster_unit}={self.n_clusters}"
         text = (
             f"{self.estimate:.4f} [{self.low:.4f}, {self.high:.4f}] "
             f"({pct} {self.method}, se {self.se:.4f}, {size})"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any, Literal
 
@@ -247,7 +247,8 @@ def judge_repeatability(
     scores = valid["score"].to_numpy(dtype=float)
     mean = None
     if scores.size:
-        mean = mean_ci(scores, clusters=valid["case"].to_numpy(), confidence=confidence)
+        mean = replace(mean_ci(scores, clusters=valid["case"].to_numpy(), confidence=confidence),
+                       cluster_unit="cases")
         if mean.n_clusters is None:
             notes.append("every case has one valid call: the interval cannot separate judge "
                          "noise from case spread")

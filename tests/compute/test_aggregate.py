@@ -190,8 +190,8 @@ def test_aggregate_path_memory_grows_with_the_data(tmp_path):
 
     from harbor_reference import harbor_aggregate
 
-    from metrickit.errors import RewardFileError
     from metrickit._core import schema
+    from metrickit.errors import RewardFileError
 
     rows = [{f"k{i:04d}": (i % 5) / 2 if i % 3 else i % 2} for i in range(1500)] + [None, {}]
     path = tmp_path / "many.jsonl"

@@ -20,9 +20,10 @@ import pandas as pd
 import pytest
 
 import metrickit as mk
+from metrickit.cli import main as cli
 from metrickit.compute.stats import task_labels
 from metrickit.errors import MetrickitError
-from metrickit.report.html import main_report, report
+from metrickit.reporting.html import report
 
 SPEC = {
     "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
@@ -299,34 +300,49 @@ def test_polars_input_and_a_dict_spec_is_refused(tmp_path):
         report(trials, tmp_path / "q.html", value="nope")
 
 
-def _load_spec(path: Path):
-    from metrickit.scoring.contract import read_reward_spec
-
-    return mk.RewardSpec.from_dict(read_reward_spec(path))
-
-
 def test_cli(tmp_path, capsys):
     job = str(mk.examples.path("harbor_jobs") / "2025-06-02__10-00-00")
     scorer = tmp_path / "metric.py"
     scorer.write_text(f"REWARD_SPEC = {SPEC!r}\n\ndef score(input, output, expected=None):\n"
                       "    return 1.0, {'feedback': 'ok'}\n")
     out = tmp_path / "r.html"
-    argv = [job, "-o", str(out), "--spec", str(scorer)]
-    assert main_report(argv, spec_loader=_load_spec) == 0
+    argv = ["report", job, "-o", str(out), "--spec", str(scorer)]
+    assert cli(argv) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
     page = _parse(out)
     facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
-    assert facts["command"] == "metrickit report " + " ".join(argv)
+    assert facts["command"] == "metrickit " + " ".join(argv)
     assert "spec-ranking" in page.tables
-    assert main_report([job, "-o", str(tmp_path / "x.html"), "--spec", str(scorer)]) == 1
-    assert "--spec needs a spec loader" in capsys.readouterr().err
-    assert main_report([job, "-o", str(tmp_path / "r.md")]) == 0
+    no_spec = tmp_path / "plain.py"
+    no_spec.write_text("def score(input, output, expected=None):\n    return 1.0\n")
+    assert cli(["report", job, "-o", str(tmp_path / "x.html"), "--spec", str(no_spec)]) == 1
+    err = capsys.readouterr().err
+    assert f"{no_spec}: defines no REWARD_SPEC" in err and not (tmp_path / "x.html").exists()
+    bad = tmp_path / "bad.py"
+    bad.write_text("REWARD_SPEC = {'weights': {'accuracy': -1}}\n")
+    assert cli(["report", job, "-o", str(tmp_path / "y.html"), "--spec", str(bad)]) == 1
+    assert "weights" in capsys.readouterr().err
+    assert cli(["report", "/no/such/job", "-o", str(tmp_path / "z.html")]) == 1
+    assert "/no/such/job" in capsys.readouterr().err
+    assert cli(["report", job, "-o", str(tmp_path / "r.md")]) == 0
     assert (tmp_path / "r_files" / "heatmap.png").is_file()
+
+
+def test_the_demo_report_ranks_the_example_job_by_its_spec(tmp_path, demo_report_argv):
+    """`make demo` writes out/report.html with data/harbor_jobs_spec.py: its spec is valid and
+    scores the example job's candidates in the middle of the scale, not all near 0 or 1."""
+    out = tmp_path / "report.html"
+    assert cli(demo_report_argv(out)) == 0
+    rows = _parse(out).tables["spec-ranking"][1:]
+    assert len(rows) == 6
+    scores = [float(r[2][0]) for r in rows]
+    assert all(0.2 < s < 0.8 for s in scores), scores
 
 
 def test_templates_are_package_data():
     from importlib.resources import files
 
-    folder = files("metrickit.report") / "templates"
+    folder = files("metrickit.reporting") / "templates"
     for name in ("report.html.j2", "report.md.j2", "_blocks.html.j2", "report.css.j2"):
         assert (folder / name).is_file(), name
 
@@ -344,7 +360,7 @@ def test_inspect_logs_provenance(tmp_path):
     logs = sorted((tmp_path / "logs" / "eval").glob("*.eval"))
     assert logs
     out = tmp_path / "inspect.html"
-    assert main_report([str(tmp_path / "logs" / "eval"), "-o", str(out), "--value", "exact"]) == 0
+    assert cli(["report", str(tmp_path / "logs" / "eval"), "-o", str(out), "--value", "exact"]) == 0
     page = _parse(out)
     facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
     versions = {read_eval_log(str(p), header_only=True).eval.packages["inspect_ai"] for p in logs}

@@ -1,15 +1,15 @@
 """Image snapshots of every plot: a visual change has to be a conscious one.
 
 Each plot is drawn on seeded data (tests/benchmark_like.py, and the shipped ``runs``
-example for the metric comparisons) and compared with its PNG in tests/report/baseline_images/
+example for the metric comparisons) and compared with its PNG in tests/reporting/baseline_images/
 by ``matplotlib.testing.compare.compare_images`` (RMS tolerance ``TOLERANCE``, for font
 rasterisation differences between FreeType builds).
 
 After an intended change, regenerate the snapshots and commit them::
 
-    METRICKIT_UPDATE_BASELINES=1 .venv/bin/python -m pytest tests/report/test_plot_images.py
+    METRICKIT_UPDATE_BASELINES=1 .venv/bin/python -m pytest tests/reporting/test_plot_images.py
 
-then look at the new PNGs before committing (``git diff --stat tests/report/baseline_images``).
+then look at the new PNGs before committing (``git diff --stat tests/reporting/baseline_images``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from benchmark_like import benchmark_cases, benchmark_trials
 from matplotlib.testing.compare import compare_images
 
 import metrickit as mk
-from metrickit.report import plots
+from metrickit.reporting import plots
 
 BASELINES = Path(__file__).parent / "baseline_images"
 TOLERANCE = 6.0

@@ -17,7 +17,7 @@ from benchmark_like import benchmark_cases, benchmark_trials
 from plot_checks import drawn_texts, outside, overlapping
 
 import metrickit as mk
-from metrickit.report import plots
+from metrickit.reporting import plots
 
 
 def _comparison():

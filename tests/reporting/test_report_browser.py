@@ -1,6 +1,6 @@
-"""The report in a real browser: Chromium opens it from ``file://``, no request leaves the
-page, and every plot is laid out with a non-empty box. The screenshot goes to the test's
-tmp dir and to ``test-output/browser/report.png``.
+"""The report ``make demo`` writes, in a real browser: Chromium opens it from ``file://``,
+no request leaves the page, and every plot is laid out with a non-empty box. The screenshot
+goes to the test's tmp dir and to ``test-output/browser/report.png``.
 
 Needs Debian's Chromium (``make chromium`` as root installs it) and Playwright; it fails
 (never skips) when either is missing, like ``tests/test_browser.py``.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import metrickit as mk
-from metrickit.report.html import report
+from metrickit.cli import main as cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,18 +28,18 @@ CHROMIUM_ARGS = [
 OUT = ROOT / "test-output" / "browser"
 
 
-def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path):
+def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo_report_argv):
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), (
         f"{CHROMIUM} not found: run `make chromium` as root (Debian's chromium) or deselect "
         "with -m 'not browser'"
     )
-    trials = mk.read_harbor_job(mk.examples.path("harbor_jobs"), progress=False)
-    spec = mk.RewardSpec.from_dict({"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
-                                    "accuracy": {}, "speed": {"reference": 300_000},
-                                    "cost": {"reference": 0.5}})
-    path = report(trials, tmp_path / "report.html", value="reward", spec=spec)
+    # what `make demo` writes to out/report.html
+    path = tmp_path / "report.html"
+    argv = demo_report_argv(path)
+    assert cli(argv) == 0
+    trials = mk.read_harbor_job(argv[1], progress=False)
     requests: list[str] = []
     refused: list[str] = []
 

@@ -7,7 +7,7 @@ style is inline, there is no script, and a Content-Security-Policy forbids every
 request. A path ending in ``.md`` writes Markdown instead, with the images in a
 ``<name>_files/`` folder beside it, for pull requests and wikis.
 
-The page is built from Jinja2 templates shipped in ``metrickit/report/templates`` with
+The page is built from Jinja2 templates shipped in ``metrickit/reporting/templates`` with
 autoescaping on (HTML); the Python side only computes the numbers and formats them as
 text cells. What it holds, in order:
 
@@ -34,7 +34,8 @@ is shown as *missing*, never as 0, and that candidate is left out of the ranking
 
 The REWARD_SPEC section needs a spec object with ``to_dict()`` and ``score_arrays()``
 (:class:`metrickit.RewardSpec`); this module does not read scorer files itself (the
-report and scoring layers are independent), so ``main_report`` takes a ``spec_loader``.
+report and scoring layers are independent), so :func:`run_report` takes a ``spec_loader``
+(``metrickit report`` passes one that reads the file's REWARD_SPEC).
 """
 
 from __future__ import annotations
@@ -65,7 +66,6 @@ __all__ = [
     "add_report_arguments",
     "build_sections",
     "load_sources",
-    "main_report",
     "report",
     "run_report",
 ]
@@ -358,7 +358,7 @@ def _headline(d: _Data) -> tuple[Section, Any]:
     """The candidates table, the ranking (``compare_metrics``) and the bar chart."""
     from metrickit.compute.metrics import compare_metrics
     from metrickit.compute.stats import breakdown
-    from metrickit.report import plots
+    from metrickit.reporting import plots
 
     table = breakdown(d.all, by=d.by, value=d.value)
     ranking = compare_metrics(d.valued, {d.value: d.value}, by=d.by, cluster=_LABEL)
@@ -469,7 +469,7 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     import numpy as np
 
     from metrickit.compute.ranking import candidate_table
-    from metrickit.report import plots
+    from metrickit.reporting import plots
 
     def measured(column: str) -> bool:
         return column in d.valued and np.isfinite(
@@ -518,7 +518,7 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
 
 
 def _heatmap(d: _Data) -> Section:
-    from metrickit.report import plots
+    from metrickit.reporting import plots
 
     task = "task" if _LABEL in d.finished else _TASK
     frame = d.finished.rename(columns={_LABEL: "task"}) if task == "task" else d.finished
@@ -941,7 +941,7 @@ def _environment() -> Any:
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("metrickit.report", "templates"),
+        loader=jinja2.PackageLoader("metrickit.reporting", "templates"),
         # HTML is escaped; Markdown escapes its cells with the |md filter instead.
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             disabled_extensions=("md.j2", "css.j2"),
@@ -1020,7 +1020,7 @@ def report(
     Examples
     --------
     >>> import tempfile, pandas as pd, metrickit as mk
-    >>> from metrickit.report.html import report
+    >>> from metrickit.reporting.html import report
     >>> df = pd.DataFrame({"task": ["q1", "q2", "q3"] * 2, "run": ["a"] * 3 + ["b"] * 3,
     ...                    "ok": [1, 1, 0, 1, 0, 0], "ms": [900.0, 1200, 800, 400, 300, 500]})
     >>> trials = mk.trials_from_frame(df, task="task", candidate="run", reward="ok",
@@ -1154,35 +1154,3 @@ def run_report(
                      spec_source=str(args.spec) if args.spec else "")
     print(f"wrote {written}")
     return 0
-
-
-def main_report(argv: Sequence[str] | None = None, *, spec_loader: SpecLoader | None = None
-                ) -> int:
-    """``metrickit report SOURCE... -o report.html [--value KEY] [--spec metric.py]``.
-
-    With ``argv`` None the arguments come from ``sys.argv`` (after the word ``report``) and
-    the command recorded is ``sys.argv``; with ``argv`` given it is ``metrickit report``
-    followed by ``argv``. Errors print one line to stderr and return 1.
-
-    Examples
-    --------
-    >>> from metrickit.report.html import main_report
-    >>> main_report(["/no/such/job"])
-    1
-    """
-    parser = add_report_arguments(argparse.ArgumentParser(
-        prog="metrickit report",
-        description="Write a self-contained HTML (or Markdown) report of evaluation results."))
-    if argv is None:
-        raw = sys.argv[1:]
-        argv = raw[1:] if raw[:1] == ["report"] else raw
-        command = shlex.join(sys.argv)
-    else:
-        argv = list(argv)
-        command = shlex.join(["metrickit", "report", *argv])
-    args = parser.parse_args(argv)
-    try:
-        return run_report(args, command=command, spec_loader=spec_loader)
-    except (MetrickitError, OSError) as exc:
-        print(f"metrickit report: error: {exc}", file=sys.stderr)
-        return 1
