@@ -7,7 +7,7 @@ Usage::
 
 Two jobs, in the exact layout and JSON serialization Harbor writes (``result.json`` files
 are what ``TrialResult/JobResult.model_dump_json(indent=4)`` produces;
-``tests/test_harbor.py`` checks them field by field against Harbor's own models when
+``tests/io/test_harbor.py`` checks them field by field against Harbor's own models when
 Harbor is importable):
 
 ``2025-06-02__10-00-00`` (Harbor 0.25, finished)

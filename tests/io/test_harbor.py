@@ -26,7 +26,7 @@ from metrickit.compute.jobs import job_metrics
 from metrickit.errors import HarborJobError
 from metrickit.io.harbor import read_job_result
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JOBS = ROOT / "data" / "harbor_jobs"
 JOB_025 = JOBS / "2025-06-02__10-00-00"
 JOB_026 = JOBS / "2025-06-03__14-30-00"
