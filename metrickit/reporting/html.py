@@ -421,6 +421,8 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         )
     section = Section("candidates", "Candidates", verdict=verdict, text=text, notes=notes)
     classes = "num name num num num num num num num num num - note"
+    if not any(row[-1] for row in rows):  # no candidate has a note: no empty column
+        columns, rows, classes = columns[:-1], [row[:-1] for row in rows], classes[:-5]
     section.blocks.append(Table(columns, rows, classes, marks=marks, id="headline",
                                 caption=f"Mean {d.value} per candidate, best first"))
     ax = plots.candidate_bars(d.valued, column=d.value, by=d.by, cluster=_LABEL)

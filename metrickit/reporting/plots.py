@@ -184,9 +184,10 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
 
     File names (``…/runs/steady.jsonl``: every name ends in a data-file suffix such as
     ``.jsonl``) become their stems, a prefix every name shares up
-    to a ``/`` (``openrouter/``) is dropped, and names longer than ``width`` characters keep
-    their start and end around an ellipsis. A step that would make two names equal is
-    skipped.
+    to a ``/`` (``openrouter/``) is dropped, so is a part every name shares after a ``__``
+    (the data set in Harbor's ``agent__model__dataset`` evaluation names), and names longer
+    than ``width`` characters keep their start and end around an ellipsis. A step that
+    would make two names equal is skipped.
 
     Examples
     --------
@@ -194,6 +195,8 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     ['openai/gpt-5', 'google/gemini-2.5-pro']
     >>> short_labels(["/data/runs/flaky.jsonl", "/data/runs/steady.jsonl"])
     ['flaky', 'steady']
+    >>> short_labels(["codex__gpt-5__terminal-bench", "codex__gpt-5-mini__terminal-bench"])
+    ['codex__gpt-5', 'codex__gpt-5-mini']
     """
     labels = ["" if n is None else str(n) for n in names]
 
@@ -210,6 +213,16 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
         cut = prefix.rfind("/") + 1
         if cut and distinct([s[cut:] for s in labels]):
             labels = [s[cut:] for s in labels]
+    if len(set(labels)) > 1:
+        reversed_labels = [s[::-1] for s in labels]
+        suffix = labels[0][len(labels[0]) - next(
+            (i for i, chars in enumerate(zip(*reversed_labels, strict=False))
+             if len(set(chars)) > 1), min(map(len, labels))):]
+        cut = suffix.find("__")
+        if cut >= 0:
+            drop = len(suffix) - cut
+            if distinct([s[:-drop] for s in labels]):
+                labels = [s[:-drop] for s in labels]
     shortened = [_ellipsize(s, width) for s in labels]
     return shortened if distinct(shortened) else labels
 

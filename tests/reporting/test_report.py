@@ -135,6 +135,11 @@ def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
             assert row["95% CI"][0] == f"[{want['ci_low']:.3f}, {want['ci_high']:.3f}]"
         assert row["trials"][0] == f"{int(want['n']):,}"
         assert row["errors"][0] == str(int(want["n_errors"]))
+    notes = expected["note"].fillna("").astype(str)
+    # the note column is there exactly when some candidate has a note, and shows it
+    assert ("note" in rows[0]) == (notes != "").any()
+    for row in rows if "note" in rows[0] else []:
+        assert row["note"][0] == notes[row["candidate"][0]]
     best = ranking.best()["reward"]
     verdict = " ".join(" ".join(page.text).split())
     if len(best) == 1:
@@ -333,8 +338,11 @@ def test_the_demo_report_ranks_the_example_job_by_its_spec(tmp_path, demo_report
     scores the example job's candidates in the middle of the scale, not all near 0 or 1."""
     out = tmp_path / "report.html"
     assert cli(demo_report_argv(out)) == 0
-    rows = _parse(out).tables["spec-ranking"][1:]
+    page = _parse(out)
+    rows = page.tables["spec-ranking"][1:]
     assert len(rows) == 6
+    # 40 tasks each: no candidate has a note, so the headline has no empty note column
+    assert len(page.rows("headline")) == 6 and "note" not in page.rows("headline")[0]
     scores = [float(r[2][0]) for r in rows]
     assert all(0.2 < s < 0.8 for s in scores), scores
 
