@@ -236,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("scorer", type=Path, help="scorer file (metric.py) defining score()")
     check.add_argument("--cases", type=Path, required=True, help="case table (JSONL)")
-    check.add_argument("--n", type=int, default=3, help="sample cases to run (default: 3)")
+    check.add_argument("--n", type=int, default=3,
+                       help="sample cases to run, spread evenly over the table (default: 3)")
     check.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
     )

@@ -321,8 +321,9 @@ def check_scorer(
         cannot take down with you).
     cases
         A DataFrame, JSONL path or list of dicts with input fields (or an ``input`` dict),
-        ``output``, optional ``expected``, ``latency_ms``, ``cost_usd``. The first ``n``
-        are used. A path scorer gets each case's own objects (pickled, as
+        ``output``, optional ``expected``, ``latency_ms``, ``cost_usd``. ``n`` cases
+        spread evenly over the table are used (first and last included; all of them when
+        the table has no more than ``n``), and each is labelled with its row number. A path scorer gets each case's own objects (pickled, as
         :func:`score_cases` would pass them); a case that does not pickle fails with the
         field named.
     n
@@ -357,9 +358,13 @@ def check_scorer(
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ScorerError(f"n is {n!r}; expected a positive number of sample cases")
     rows, _ = read_cases(cases)
-    rows = rows[:n]
+    # spread over the table, not its first rows: a case table is often sorted by case, so
+    # its first rows are one case answered by several candidates, often all correct
+    positions = sorted({round(i * (len(rows) - 1) / max(n - 1, 1)) for i in range(n)}
+                       if len(rows) > n else range(len(rows)))
+    rows = [rows[i] for i in positions]
     keys = _default_keys(rows)
-    payloads = [_payload(row, i, keys) for i, row in enumerate(rows)]
+    payloads = [_payload(row, i, keys) for i, row in zip(positions, rows, strict=True)]
     case_keys = [{k: row.get(k) for k in keys} for row in rows]
     problems: list[str] = []
     if not payloads:
@@ -387,17 +392,17 @@ def check_scorer(
             scorer_file = source_file_of(score)
             results = [call_scorer(score, arity, p, timeout, scorer_file) for p in payloads]
     entries = tuple(
-        CaseCheck(index=i, key=case_keys[i], returned=r["returned"], score=r["score"],
-                  feedback=r["feedback"], scores=r["scores"], problems=tuple(r["problems"]),
-                  duration_ms=r["ms"], timed_out=r["timed_out"])
+        CaseCheck(index=positions[i], key=case_keys[i], returned=r["returned"],
+                  score=r["score"], feedback=r["feedback"], scores=r["scores"],
+                  problems=tuple(r["problems"]), duration_ms=r["ms"], timed_out=r["timed_out"])
         for i, r in enumerate(results)
     )
     # A REWARD_SPEC scorer's feedback is about accuracy; speed and cost are measured for it.
     part = "accuracy" if isinstance(spec, dict) else None
     looked_at = [FeedbackCase(e.label, e.scores.get(part, e.score) if part else e.score,
-                              e.feedback, payloads[e.index]["output"],
-                              payloads[e.index]["expected"], part or "score")
-                 for e in entries if e.ok]
+                              e.feedback, payload["output"], payload["expected"],
+                              part or "score")
+                 for e, payload in zip(entries, payloads, strict=False) if e.ok]
     return ContractReport(scorer=name, arity=arity or None, entries=entries,
                           problems=tuple(problems),
                           reward_spec=spec if isinstance(spec, dict) else None,

@@ -140,10 +140,19 @@ def test_check_scorer_accepts_a_valid_scorer_and_runs_three_cases(tickets):
     assert report.ok and report.arity == 3
     assert len(calls) == 3
     assert calls[0] == ({"message": "Are you hiring in Berlin?"}, "other", {"label": "other"})
-    assert [e.key["case_id"] for e in report.entries] == ["t001"] * 3
+    # spread over the table (first, middle, last row), labelled with their row numbers
+    table = pd.read_json(tickets, lines=True)
+    last = len(table) - 1
+    assert [e.index for e in report.entries] == [0, round(last / 2), last]
+    assert [e.key["case_id"] for e in report.entries] == [
+        table["case_id"].iloc[i] for i in (0, round(last / 2), last)]
+    assert f"case {last} [case_id=" in str(report)
     assert "contract OK: 3 of 3 cases valid" in str(report)
     assert "<table>" in report._repr_html_()
-    assert len(mk.check_scorer(score, tickets, n=5).entries) == 5
+    assert [e.index for e in mk.check_scorer(score, tickets, n=5).entries] == [
+        round(i * last / 4) for i in range(5)]
+    assert [e.index for e in mk.check_scorer(score, table.head(2), n=5).entries] == [0, 1]
+    assert [e.index for e in mk.check_scorer(score, tickets, n=1).entries] == [0]
 
 
 def test_two_parameter_scorer_is_called_with_input_and_output():
