@@ -48,9 +48,13 @@ class Parsed:
 
 
 def merge_parts(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
-    """One array per column from the parsed parts, *consuming* them: each part's arrays
-    are dropped as soon as they are copied, so the merge needs one column's worth of
-    memory on top of the parts, not a second copy of everything."""
+    """One array per column from the parsed parts, *consuming* them.
+
+    The output columns are allocated once (``np.zeros``: a key a part lacks is already its
+    filled 0) and each part is copied into its rows, then dropped: so the data is copied
+    once, and the merge needs at most one part's worth of memory on top of the parts (a
+    part's columns may be views of one block-wide matrix, freed together).
+    """
     keys = sorted({k for p in parts for k in p.values})
     sizes = [p.n for p in parts]
     n = sum(sizes)
@@ -60,28 +64,32 @@ def merge_parts(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
     for p, size in zip(parts, sizes, strict=True):
         source_codes[at : at + size] = unique_sources.index(p.source)
         at += size
-
-    def take(pieces: list[Any], dtype: Any) -> Any:
-        if len(pieces) == 1:
-            return pieces[0]
-        return np.concatenate(pieces) if pieces else np.zeros(0, dtype)
-
-    lines = take([p.lines for p in parts], np.int64)
-    status = take([p.status for p in parts], np.uint8)
-    for p in parts:
-        p.lines, p.status = np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    values: dict[str, npt.NDArray[np.float64]] = {}
-    kinds: dict[str, npt.NDArray[np.uint8]] = {}
-    for key in keys:
-        values[key] = take(
-            [_pop(p.values, key, size, np.float64) for p, size in zip(parts, sizes, strict=True)],
-            np.float64,
-        )
-        kinds[key] = take(
-            [_pop(p.kinds, key, size, np.uint8) for p, size in zip(parts, sizes, strict=True)],
-            np.uint8,
-        )
-    assert len(lines) == n
+    if len(parts) == 1:  # nothing to copy
+        (p,) = parts
+        lines, status = p.lines, p.status
+        values = {key: p.values[key] for key in keys}
+        kinds = {key: p.kinds[key] for key in keys}
+        _drop(p)
+    else:
+        lines = np.empty(n, dtype=np.int64)
+        status = np.empty(n, dtype=np.uint8)
+        # One matrix per dtype, a column a view: one large allocation is backed by huge
+        # pages, many column-sized ones fault their memory in page by page (~5x slower).
+        value_matrix = np.zeros((n, len(keys)), dtype=np.float64, order="F")
+        kind_matrix = np.zeros((n, len(keys)), dtype=np.uint8, order="F")
+        values = {key: value_matrix[:, j] for j, key in enumerate(keys)}
+        kinds = {key: kind_matrix[:, j] for j, key in enumerate(keys)}
+        at = 0
+        for p, size in zip(parts, sizes, strict=True):
+            rows = slice(at, at + size)
+            lines[rows] = p.lines
+            status[rows] = p.status
+            for key, column in p.values.items():
+                values[key][rows] = column
+            for key, codes in p.kinds.items():
+                kinds[key][rows] = codes
+            _drop(p)
+            at += size
     return keys, {
         "sources": unique_sources,
         "source_codes": source_codes,
@@ -93,10 +101,10 @@ def merge_parts(parts: list[Parsed]) -> tuple[list[str], dict[str, Any]]:
 
 
 
-def _pop(columns: dict[str, Any], key: str, size: int, dtype: Any) -> Any:
-    """A part's column, removed from the part; zeros (missing) where it lacks the key."""
-    column = columns.pop(key, None)
-    return np.zeros(size, dtype) if column is None else column
+def _drop(part: Parsed) -> None:
+    """Free a part's arrays (merged into the output)."""
+    part.lines, part.status = np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    part.values, part.kinds = {}, {}
 
 
 
@@ -248,10 +256,11 @@ def _to_pandas(keys: list[str], cols: dict[str, Any]) -> pd.DataFrame:
     }
     for key in keys:
         data[key] = cols["values"][key]
+    # one dtype for every kind column: building the categories anew per column costs
+    # ~0.3 ms each, which a file of 200 keys would pay 200 times
+    kind_dtype = pd.CategoricalDtype(pd.Index(list(KINDS)))
     for key in keys:
-        data[KIND_PREFIX + key] = pd.Categorical.from_codes(
-            cols["kinds"][key], categories=pd.Index(list(KINDS))
-        )
+        data[KIND_PREFIX + key] = pd.Categorical.from_codes(cols["kinds"][key], dtype=kind_dtype)
     return pd.DataFrame(data, copy=False)
 
 

@@ -479,19 +479,12 @@ def parse_fast(
         null_counts = tuple(null_counts[i] for i in kept)
     names: list[str] = frame.columns
     n_keys = len(names)
-    present = None
-    if any(null_counts):
-        # Every column's validity in one select: a Series method (is_not_null) runs as an
-        # expression of its own, about 1 ms each, which 200 keys would pay per block.
-        present = np.asfortranarray(frame.select(pl.all().is_not_null()).to_numpy())
-    if n_keys:
+    if n_keys:  # polars gives NaN for null
         matrix = np.asfortranarray(frame.to_numpy(writable=True), dtype=np.float64)
     else:
         matrix = np.zeros((n, 0), dtype=np.float64, order="F")
     del frame
-    if present is not None:  # polars gives NaN for null: 0 instead
-        np.copyto(matrix, 0.0, where=~present)
-    dense = _dense_columns(matrix, present)
+    dense = _dense_columns(matrix, sum(null_counts))
     if dense is None:
         return None
     values, kinds, present, ints, largest = dense
@@ -554,10 +547,11 @@ def parse_fast(
         np.full(n, EMPTY, dtype=np.uint8),
         newlines=len(newlines) + trailing_newlines,
     )
-    # Columns of their own, so that merging blocks can free a block's columns one by one.
+    # Views, not copies: the arrays are in Fortran order, so a column is contiguous, and
+    # merge_parts copies a block's columns into the frame's arrays all at once.
     for key, j in column.items():
-        parsed.values[key] = values[:, j].copy()
-        parsed.kinds[key] = kinds[:, j].copy()
+        parsed.values[key] = values[:, j]
+        parsed.kinds[key] = kinds[:, j]
     if present is None:
         parsed.status[:] = OK if names else EMPTY
     else:
@@ -574,7 +568,7 @@ def _column_groups(rows: int, columns: int) -> list[slice]:
 
 
 def _dense_columns(
-    values: npt.NDArray[np.float64], present: npt.NDArray[np.bool_] | None
+    values: npt.NDArray[np.float64], nulls: int
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None,
            npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
     """The block's cells as rows x keys arrays (Fortran order: a column is contiguous):
@@ -582,19 +576,28 @@ def _dense_columns(
     present), the present cells with an integral value, and each column's largest
     magnitude. None when a value is not finite or reaches 2**53.
 
+    ``values`` comes from polars with NaN for its ``nulls`` null cells: the NaN cells are
+    the missing ones, which saves polars a validity frame (a pass and a conversion of its
+    own). That holds only if no parsed value is NaN, so the NaN cells must number exactly
+    ``nulls``; else None (the exact path decides).
+
     One conversion for all columns and numpy on groups of columns: a key costs no
     Python-level step of its own, which a file of 200 keys would pay per block.
     """
     n, width = values.shape
-    if present is not None:
-        kinds = present.view(np.uint8) * np.uint8(FLOAT)
-    else:
-        kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
+    present = np.empty((n, width), dtype=np.bool_, order="F") if nulls else None
     ints = np.empty((n, width), dtype=np.bool_, order="F")
     largest = np.zeros(width, dtype=np.float64)
     scratch = _scratch.f64
+    missing = 0
     for group in _column_groups(n, width):
         part = values[:, group]
+        if present is not None:
+            absent = ints[:, group]  # borrowed until the integral cells are computed
+            np.isnan(part, out=absent)
+            missing += int(np.count_nonzero(absent))
+            np.copyto(part, 0.0, where=absent)
+            np.logical_not(absent, out=present[:, group])
         if part.size <= len(scratch):
             temp = scratch[: part.size].reshape(part.shape, order="F")
         else:  # a column of more rows than a group's cells
@@ -609,6 +612,12 @@ def _dense_columns(
         np.equal(part, np.trunc(part, out=temp), out=ints[:, group])
         if present is not None:
             ints[:, group] &= present[:, group]
+    if missing != nulls:
+        return None
+    if present is not None:
+        kinds = present.view(np.uint8) * np.uint8(FLOAT)
+    else:
+        kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
     return values, kinds, present, ints, largest
 
 
