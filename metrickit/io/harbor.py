@@ -152,6 +152,7 @@ def read_harbor_job(
         if not roots:
             raise HarborJobError("read_harbor_job got an empty list; pass at least one job folder")
     jobs = [job for root in roots for job in find_jobs(root)]
+    _refuse_repeats(jobs)
     folders = [(job, trial) for job in jobs for trial in subdirs(job)]
     trials = _read_all([f for _, f in folders], progress)
     problems = [t.problem for t in trials if t.problem is not None]
@@ -177,6 +178,22 @@ def read_harbor_job(
         t.row["trial_dir"] = str(folder)
     frame = _build(trials, backend)
     return (frame, problems) if errors == "report" else frame
+
+
+def _refuse_repeats(jobs: list[Path]) -> None:
+    """A job folder reached twice (given twice, or as itself and inside its parent) would
+    count each of its trials twice: refused, never merged silently."""
+    seen: dict[Path, Path] = {}
+    for job in jobs:
+        real = job.resolve()
+        if real in seen:
+            how = "" if seen[real] == job else f" (as {seen[real]} and {job})"
+            raise HarborJobError(
+                f"{job}: this job folder is reached twice{how}, so each of its trials would "
+                "be counted twice: pass each job once (a folder of jobs already includes "
+                "every job in it)"
+            )
+        seen[real] = job
 
 
 def _read_all(folders: list[Path], progress: bool | None) -> list[TrialRecord]:

@@ -1066,8 +1066,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "sources", nargs="+", type=Path, metavar="SOURCE",
         help="Harbor job folder(s) or a folder of jobs; Inspect AI logs (.eval/.json, or a "
-        "folder of them); or a trial table (.csv, .parquet, .jsonl) with task_name, the "
-        "candidate column and the value column",
+        "folder of them); lm-evaluation-harness output or Terminal-Bench run folders; or a "
+        "trial table (.csv, .parquet, .jsonl): one saved from "
+        "metrickit's readers, or any table with one row per trial, task_name and the value "
+        "column (optional: the candidate column, total_ms, cost_usd)",
     )
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                         help="file to write: .html (default report.html) or .md (Markdown, "
@@ -1082,51 +1084,88 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-def _read_table(path: Path) -> Any:
+def _read_table(path: Path, value: str | None, by: str) -> Any:
+    """A trial table file: one saved from a trial reader (it has ``_status``) as it is;
+    any other tidy table, one row per trial, through :func:`metrickit.trials_from_frame`
+    with ``task_name``, the value column (default ``reward``) and, when present, ``by``,
+    ``total_ms`` and ``cost_usd``."""
     import pandas as pd
+
+    from metrickit.io.tidy import trials_from_frame
 
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".csv", ".csv.gz"):
-        return pd.read_csv(path)
-    if suffix == ".parquet":
-        return pd.read_parquet(path)
-    if suffix in (".jsonl", ".jsonl.gz"):
-        return pd.read_json(path, lines=True)
-    raise MetrickitError(
-        f"{path}: not a source metrickit report reads; expected a Harbor job folder, "
-        "Inspect AI logs (.eval/.json) or a trial table (.csv, .parquet, .jsonl)")
+        # only an empty cell is missing: a trial's _status "null" (no reward) stays text
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    elif suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    elif suffix in (".jsonl", ".jsonl.gz"):
+        frame = pd.read_json(path, lines=True)
+    else:
+        raise MetrickitError(
+            f"{path}: not a source metrickit report reads; expected a Harbor job folder, "
+            "Inspect AI logs (.eval/.json) or a trial table (.csv, .parquet, .jsonl)")
+    if "_status" in frame.columns:
+        return frame
+    if "task_name" not in frame.columns:
+        raise MetrickitError(
+            f"{path}: a trial table needs a 'task_name' column (columns: "
+            f"{', '.join(map(str, frame.columns))})")
+    present = set(frame.columns)
+    trials = trials_from_frame(
+        frame, task="task_name", reward=value or "reward",
+        candidate=by if by in present else None,
+        latency_ms="total_ms" if "total_ms" in present else None,
+        cost_usd="cost_usd" if "cost_usd" in present else None,
+    )
+    if by in present and by not in trials.columns:
+        trials[by] = trials["eval"]  # the candidates, under the name --by gives them
+    return trials
 
 
-def load_sources(paths: Sequence[Path]) -> Any:
-    """One trial table from job folders, Inspect logs and trial table files."""
+def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "eval") -> Any:
+    """One trial table from job folders, Inspect logs, lm-evaluation-harness output,
+    Terminal-Bench runs and trial table files (the formats ``metrickit summarize`` knows)."""
     from metrickit.errors import HarborJobError
     from metrickit.io.harbor import read_harbor_job
     from metrickit.io.harbor_trials import find_jobs
     from metrickit.io.tidy import concat_trials
+    from metrickit.reporting.summary import _READERS, trial_source
 
-    jobs, logs, tables = [], [], []
+    jobs, logs, frames = [], [], []
     for p in paths:
         if not p.exists():
             raise MetrickitError(f"{p}: no such file or folder")
-        if p.is_dir():
+        source = trial_source(p)
+        if source == "harbor":
             try:
                 find_jobs(p)
-            except HarborJobError:
-                logs.append(p)  # not a Harbor job: a folder of Inspect logs
+            except HarborJobError as exc:
+                runs = [(q, trial_source(q)) for q in sorted(p.iterdir()) if q.is_dir()]
+                runs = [(q, kind) for q, kind in runs if kind not in (None, "harbor")]
+                if runs:  # a folder of lm-evaluation-harness outputs or Terminal-Bench runs
+                    frames += [_READERS[kind](q) for q, kind in runs]
+                    continue
+                if not any(f.suffix in (".eval", ".json") for f in p.rglob("*")):
+                    raise MetrickitError(
+                        f"{exc}; nor does it hold Inspect AI logs (.eval/.json), "
+                        "lm-evaluation-harness output (results_*.json) or a Terminal-Bench "
+                        "run (results.json and run_metadata.json)") from None
+                logs.append(p)  # not a Harbor job: a folder of Inspect logs (.json)
             else:
                 jobs.append(p)
-        elif p.suffix in (".eval", ".json"):
+        elif source == "Inspect AI log":
             logs.append(p)
+        elif source is not None:
+            frames.append(_READERS[source](p))
         else:
-            tables.append(p)
-    frames = []
-    if jobs:
-        frames.append(read_harbor_job(jobs, progress=False))
+            frames.append(_read_table(p, value, by))
     if logs:
         from metrickit.io.inspect_logs import read_inspect_log
 
-        frames.append(read_inspect_log(logs))
-    frames += [_read_table(p) for p in tables]
+        frames.insert(0, read_inspect_log(logs))
+    if jobs:
+        frames.insert(0, read_harbor_job(jobs, progress=False))
     return frames[0] if len(frames) == 1 else concat_trials(frames)
 
 
@@ -1150,7 +1189,7 @@ def run_report(
         if spec_loader is None:
             raise MetrickitError("--spec needs a spec loader: run it as `metrickit report`")
         spec = spec_loader(args.spec)
-    trials = load_sources(args.sources)
+    trials = load_sources(args.sources, value=args.value, by=args.by)
     written = report(trials, args.output, value=args.value, spec=spec, title=args.title,
                      by=args.by, command=command or shlex.join(sys.argv),
                      spec_source=str(args.spec) if args.spec else "")

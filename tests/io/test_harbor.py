@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,18 @@ def test_sample_job_026_running_multistep_and_policies():
     assert set(multi["step_exception_type"].dropna()) == {"VerifierTimeoutError"}
     assert not multi[multi["step_exception_type"].notna()]["reward_valid"].any()
     assert set(trials["_kind_correctness"].astype(str)) == {"int", "float", "missing"}
+
+
+def test_a_job_reached_twice_is_refused_not_counted_twice(tmp_path):
+    with pytest.raises(HarborJobError, match="reached twice, so each of its trials"):
+        mk.read_harbor_job([JOB_025, JOB_025])
+    # a folder of jobs and one of its own jobs: the job is reached twice
+    with pytest.raises(HarborJobError, match=re.escape(f"reached twice (as {JOB_025} and ")):
+        mk.read_harbor_job([JOBS, JOB_025.parent / ".." / JOBS.name / JOB_025.name])
+    link = tmp_path / "same"
+    link.symlink_to(JOB_025, target_is_directory=True)
+    with pytest.raises(HarborJobError, match="trials would be counted twice"):
+        mk.read_harbor_job([JOB_025, link])
 
 
 def test_folder_of_jobs_and_list_of_jobs_agree():

@@ -384,3 +384,44 @@ def test_one_candidate_is_not_called_best(tmp_path):
     text = " ".join(report(trials, tmp_path / "one.md").read_text().split())
     assert "nothing to rank" in text
     assert "(best at 95 %)" not in text and "Tied for best" not in text
+
+
+def test_trial_tables_from_files_give_the_jobs_numbers(tmp_path):
+    """A trial table saved as CSV/parquet reports what its job folder reports (a trial's
+    _status "null" is not read as a missing value); a plain tidy table needs only
+    task_name and the value column."""
+    job = mk.examples.path("harbor_jobs") / "2025-07-14__09-00-00"
+    trials = mk.read_harbor_job(job, progress=False)
+    assert (trials["_status"] == "null").any()
+    pages = {}
+    for name in ("job", "trials.csv", "trials.parquet"):
+        source = job if name == "job" else tmp_path / name
+        if name.endswith(".csv"):
+            trials.to_csv(source, index=False)
+        elif name.endswith(".parquet"):
+            trials.to_parquet(source)
+        assert cli(["report", str(source), "-o", str(tmp_path / f"{name}.html")]) == 0
+        pages[name] = _parse(tmp_path / f"{name}.html")
+    for name in ("trials.csv", "trials.parquet"):
+        for table in ("outcomes", "headline", "pass-at-k-table"):
+            assert pages[name].tables[table] == pages["job"].tables[table], (name, table)
+    tidy = pd.DataFrame({"task_name": ["a", "b", "a", "b"], "system": ["x", "x", "y", "y"],
+                         "score": [1.0, 0.0, 1.0, 1.0]})
+    tidy.to_csv(tmp_path / "tidy.csv", index=False)
+    out = tmp_path / "tidy.html"
+    assert cli(["report", str(tmp_path / "tidy.csv"), "--value", "score", "--by", "system",
+                "-o", str(out)]) == 0
+    rows = {r["candidate"][0]: r for r in _parse(out).rows("headline")}
+    assert rows["y"]["mean score"][0] == "1.000" and rows["x"]["mean score"][0] == "0.500"
+
+
+def test_other_trial_folders_and_what_is_not_one(tmp_path, capsys):
+    runs = mk.examples.path("terminal_bench_run").parent  # a folder of Terminal-Bench runs
+    assert cli(["report", str(runs), "-o", str(tmp_path / "tb.html")]) == 0
+    expected = mk.read_terminal_bench(mk.examples.path("terminal_bench_run"))
+    assert len(_parse(tmp_path / "tb.html").rows("headline")) == expected["eval"].nunique()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli(["report", str(empty), "-o", str(tmp_path / "x.html")]) == 1
+    err = capsys.readouterr().err
+    assert "no Harbor job found" in err and "nor does it hold Inspect AI logs" in err
