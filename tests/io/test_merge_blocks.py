@@ -1,0 +1,80 @@
+"""Blocks parsed apart and merged into one frame's columns (issue #14): the fast path's
+block columns are views of one matrix, merge_parts copies them into one matrix per dtype.
+The result must be exactly the exact path's, cell by cell."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from metrickit._core.schema import Parsed, merge_parts
+from metrickit._core.values import FLOAT, INT, MISSING
+from metrickit.io.jsonl import parse_blocks, parse_fast, parse_slow
+from metrickit.io.sources import split_blocks
+
+VALUES = ["1", "1.0", "0", "-0", "-0.0", "2.5", "1e3", "1.5e2", "-3", "7.000", "0.25", "3E2"]
+
+
+def _sparse_lines(seed: int, rows: int, keys: int, per_row: int) -> bytes:
+    rng = random.Random(seed)
+    names = [f"check_{i:03d}" for i in range(keys)]
+    lines = []
+    for _ in range(rows):
+        r = rng.random()
+        if r < 0.05:
+            lines.append("null")
+        elif r < 0.08:
+            lines.append("{}")
+        else:
+            cells = rng.sample(names, per_row)
+            lines.append("{" + ", ".join(f'"{k}": {rng.choice(VALUES)}' for k in cells) + "}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _assert_same(got: Parsed, want: Parsed) -> None:
+    assert sorted(got.values) == sorted(want.values)
+    assert np.array_equal(got.lines, want.lines)
+    assert np.array_equal(got.status, want.status)
+    for key in want.values:
+        assert np.array_equal(got.values[key], want.values[key]), key
+        assert np.array_equal(np.signbit(got.values[key]), np.signbit(want.values[key])), key
+        assert np.array_equal(got.kinds[key], want.kinds[key]), key
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sparse_blocks_merge_to_the_exact_answer(seed: int) -> None:
+    data = _sparse_lines(seed, rows=3000, keys=60, per_row=3)
+    parts, problems = parse_blocks("x", split_blocks(data, 20_000), dense_cells=10**7)
+    assert not problems and len(parts) > 3
+    # every block took the fast path: its columns are views of the block's matrix
+    assert all(column.base is not None for p in parts for column in p.values.values())
+    want, _ = parse_slow("x", data)
+    _, cols = merge_parts(parts)
+    got = Parsed("x", cols["lines"], cols["status"], cols["values"], cols["kinds"])
+    _assert_same(got, want)
+    assert all(p.n == 0 and not p.values for p in parts)  # consumed
+
+
+def test_one_dense_block_is_the_exact_answer() -> None:
+    data = _sparse_lines(7, rows=2000, keys=40, per_row=3)
+    fast = parse_fast("x", data, dense_cells=10**7)
+    assert fast is not None  # the fast path took it
+    want, _ = parse_slow("x", data)
+    _assert_same(fast, want)
+
+
+def test_merge_fills_keys_a_part_lacks() -> None:
+    a = Parsed("a", np.array([1, 2]), np.array([0, 0], np.uint8),
+               {"x": np.array([1.0, 2.5])}, {"x": np.array([INT, FLOAT], np.uint8)})
+    b = Parsed("a", np.array([3]), np.array([0], np.uint8),
+               {"y": np.array([-0.0])}, {"y": np.array([FLOAT], np.uint8)})
+    keys, cols = merge_parts([a, b])
+    assert keys == ["x", "y"]
+    assert cols["lines"].tolist() == [1, 2, 3]
+    assert cols["values"]["x"].tolist() == [1.0, 2.5, 0.0]
+    assert cols["kinds"]["x"].tolist() == [INT, FLOAT, MISSING]
+    assert cols["values"]["y"].tolist() == [0.0, 0.0, 0.0]
+    assert np.signbit(cols["values"]["y"]).tolist() == [False, False, True]
+    assert cols["kinds"]["y"].tolist() == [MISSING, MISSING, FLOAT]
