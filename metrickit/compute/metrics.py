@@ -485,7 +485,7 @@ class Comparison:
     ``rank_low``/``rank_high`` (the 95 % interval of the rank over draws of the groups'
     means from their task-clustered joint sampling distribution: :class:`metrickit.compute.ranking.
     MeanDraws`), ``p_best`` (share of draws in which the group is best) and ``best_group`` (the
-    leader and every group tied with it: its rank interval reaches the leader's, or its
+    leader and every group tied with it: its rank interval includes 1 (it may be best), or its
     difference from the leader is not significant after Holm's adjustment over all pairs).
     ``agreement``: Kendall's tau between the group rankings of each pair of metrics.
     ``pairwise``: every pair of groups under each mean-type metric, the difference's standard

@@ -209,8 +209,8 @@ def rank_intervals(
         ``rank`` from the estimates (1 = best, ties share the lower rank); ``rank_low`` and
         ``rank_high`` the central ``confidence`` interval of the ranks over the draws;
         ``p_best`` the share of draws in which the group is best (a tie for first
-        shares it); ``best_group`` the leader and every group whose rank interval reaches
-        the leader's (they are tied with it at this confidence).
+        shares it); ``best_group`` the leader and every group whose rank interval
+        includes 1 (it may be best at this confidence).
     """
     rank = _ranks(np.asarray(estimate, dtype=np.float64), higher_is_better)
     ranks = _ranks(draws, higher_is_better)
@@ -220,7 +220,10 @@ def rank_intervals(
     first = ranks == 1
     p_best = (first / first.sum(axis=1, keepdims=True)).mean(axis=0)
     leader = int(np.argmin(rank))
-    best_group = low <= high[leader]
+    # Tied for best means "may be best": a rank interval that starts at 1. (Overlapping
+    # the leader's interval is not enough: a noisy leader's 1-2 would pull in every
+    # candidate whose interval starts at 2, none of which is ever best.)
+    best_group = low == 1
     best_group[leader] = True
     return RankIntervals(rank, low, high, p_best, best_group, leader)
 
@@ -325,7 +328,7 @@ def best_group(
 ) -> tuple[RankIntervals, Any]:
     """Rank intervals of the groups' means of ``x``, and the group tied with the leader.
 
-    A group is tied with the leader when its rank interval reaches the leader's, or when
+    A group is tied with the leader when its rank interval includes 1, or when
     its difference from the leader is not significant after Holm's adjustment over all
     pairs (so identical candidates come out tied at least 95 % of the time, whatever
     their number). Returns the :class:`RankIntervals` (its ``best_group`` is that tied

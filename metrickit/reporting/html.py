@@ -409,7 +409,7 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         "Rank 95 % is the interval of each candidate's rank over 1,000 draws of the "
         "candidates' means from their task-clustered joint sampling distribution; P(best) "
         "is the share of draws it is best in. A candidate is tied with the leader when its "
-        "rank interval reaches the leader's or their difference is not significant after "
+        "rank interval includes 1 (it may be best) or their difference is not significant after "
         "Holm's adjustment.",
     ]
     notes = list(ranking.notes)

@@ -160,3 +160,24 @@ def test_independent_and_general_covariance_agree():
     _, cov = MeanDraws(np.zeros(300, dtype=np.intp), 1, tasks).covariance(z)
     ref = mk.mean_ci(z, method="cluster", clusters=tasks)
     assert np.sqrt(cov[0, 0]) == pytest.approx(ref.se)
+
+
+def test_the_truly_best_is_in_the_best_group_and_a_clearly_worse_one_is_not():
+    truly_best, worst = coverage.best(100)
+    assert truly_best.observed >= 0.93, truly_best
+    assert worst.observed <= 0.05, worst
+
+
+def test_a_candidate_that_is_never_first_is_not_tied_for_best():
+    from metrickit.compute.ranking import rank_intervals
+
+    # a noisy third candidate sometimes beats the leader, so the leader's rank interval is
+    # 1-2; the second is always behind the leader and never first: it may not be best
+    rng = np.random.default_rng(0)
+    leader = rng.normal(0.80, 0.01, 1000)
+    second = leader - 0.05
+    noisy = rng.normal(0.70, 0.08, 1000)
+    ri = rank_intervals(np.array([0.80, 0.75, 0.70]), np.column_stack([leader, second, noisy]))
+    assert (ri.rank_low[0], ri.rank_high[0]) == (1, 2)
+    assert ri.rank_low[1] == 2 and ri.rank_low[2] == 1
+    assert list(ri.best_group) == [True, False, True]
