@@ -337,7 +337,8 @@ class FeedbackReport:
     def __str__(self) -> str:
         lines = [
             f"Feedback of {self.n_cases} cases ({self.n_feedback} with feedback"
-            + (f", {self.n_errors} failed calls without" if self.n_errors else "") + ")",
+            + (f"; {_count(self.n_errors, 'call')} failed and gave no feedback to judge"
+               if self.n_errors else "") + ")",
             f"  distinct strings: {self.distinct} ({self.distinct_share:.1%} of cases with "
             f"feedback; {self.failing_distinct_share:.1%} among failing cases)"
             if self.n_feedback else "  no feedback to look at",
@@ -345,7 +346,8 @@ class FeedbackReport:
         if self.lengths:
             lg = self.lengths
             lines.append(f"  length (characters): min {lg['min']:g}, median {lg['median']:g}, "
-                         f"max {lg['max']:g}; median {lg['median_words']:g} words")
+                         f"max {lg['max']:g}; median {lg['median_words']:g} "
+                         + ("word" if lg["median_words"] == 1 else "words"))
         if self.failing_with_expected:
             lines.append(f"  failing cases (below {self.full:g}) whose feedback names the "
                          f"expected value: {self.names_expected} of "
@@ -365,6 +367,10 @@ class FeedbackReport:
 
         head = "<br>".join(html.escape(line) for line in str(self).splitlines()[:4])
         return f"<div><p>{head}</p>{self.top.to_html(index=False)}</div>"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _case_rows(cases: Any) -> list[Mapping[str, Any]]:
@@ -392,6 +398,39 @@ def _column(frame: Any, name: str) -> list[Any] | None:
     return list(frame[name]) if name in frame.columns else None
 
 
+def _same(a: Any, b: Any) -> bool:
+    import pandas as pd
+
+    if pd.api.types.is_scalar(a) and pd.api.types.is_scalar(b) and pd.isna(a) and pd.isna(b):
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_same_order(frame: Any, case_rows: list[Mapping[str, Any]]) -> None:
+    """Raise when a key column both tables have (``case_id``, ``candidate``, ...) differs
+    on some row: ``cases`` is paired with ``scored`` row by row."""
+    from metrickit.scoring.scorers import KEY_COLUMNS
+
+    keys = [k for k in KEY_COLUMNS
+            if k in frame.columns and all(k in row for row in case_rows)]
+    if not keys:
+        return
+    for i, (ours, row) in enumerate(zip(frame[keys].itertuples(index=False), case_rows,
+                                        strict=True)):
+        if not all(_same(v, row[k]) for k, v in zip(keys, ours, strict=True)):
+            got = ", ".join(f"{k}={v!r}" for k, v in zip(keys, ours, strict=True))
+            want = ", ".join(f"{k}={row[k]!r}" for k in keys)
+            raise ScorerError(
+                f"scored and cases are not in the same order: row {i} of scored has {got}, "
+                f"row {i} of cases has {want}. feedback_report pairs them row by row; pass "
+                "scored in the order score_cases returned it, or keep output and expected in "
+                "scored with score_cases(..., keys=[..., 'output', 'expected']) and leave out "
+                "cases=")
+
+
 def feedback_report(
     scored: Any,
     *,
@@ -410,7 +449,10 @@ def feedback_report(
         ``score_cases`` to keep them, or give ``cases``).
     cases
         The case table that was scored (the same rows in the same order): its ``output``
-        and ``expected`` are used when ``scored`` lacks them.
+        and ``expected`` are used when ``scored`` lacks them. The key columns both tables
+        have (``case_id``, ``candidate``, ...) must match row by row; a reordered
+        ``scored`` (e.g. ``scored.sort_values("score")``) is an error, not a silent
+        mismatch.
     top
         How many of the most common feedback strings to list.
     full
@@ -427,7 +469,8 @@ def feedback_report(
     Raises
     ------
     ScorerError
-        ``scored`` lacks ``score`` or ``feedback``, or ``cases`` has another number of rows.
+        ``scored`` lacks ``score`` or ``feedback``, or ``cases`` has another number of rows
+        or, in a key column both have, another value on some row.
 
     Examples
     --------
@@ -462,6 +505,7 @@ def feedback_report(
         if len(case_rows) != n:
             raise ScorerError(f"cases has {len(case_rows)} rows and scored {n}; expected the table "
                               "that was scored, in the same order")
+        _check_same_order(frame, case_rows)
         outputs = outputs or [r.get("output") for r in case_rows]
         expected = expected or [r.get("expected") for r in case_rows]
     errors = [None if pd.isna(e) else str(e) for e in (_column(frame, "error") or [None] * n)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from metrickit.errors import JudgeNotConfiguredError
+from metrickit.errors import JudgeNotConfiguredError, ScorerError
 
 __all__ = ["Judge", "get_judge", "llm", "set_judge"]
 
@@ -56,15 +56,27 @@ def get_judge() -> Judge | None:
     return _judge
 
 
-def llm(prompt: str, **kwargs: Any) -> Any:
+def llm(prompt: str, **kwargs: Any) -> str:
     """Ask the configured judge model; what ``from skynet import llm`` gives a scorer.
 
     Raises
     ------
     JudgeNotConfiguredError
         No judge was configured; the message says how to configure one.
+    ScorerError
+        The judge returned something other than a non-empty string (None, a number, a
+        dict, ``""``): a scorer would read it as a verdict. The message names what it got.
     """
     judge = _judge
     if judge is None:
         raise JudgeNotConfiguredError(NOT_CONFIGURED)
-    return judge(prompt, **kwargs)
+    answer = judge(prompt, **kwargs)
+    if not isinstance(answer, str) or not answer.strip():
+        shown = repr(answer)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ScorerError(
+            f"the judge returned {shown} ({type(answer).__name__}); skynet.llm() needs the "
+            "model's answer as a non-empty string: make the function given to "
+            "metrickit.set_judge return the reply's text (e.g. "
+            "reply.choices[0].message.content)")
+    return answer

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -24,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrickit.compute.stats import Interval, mean_ci
-from metrickit.errors import ScorerError, StatsError
+from metrickit.errors import JudgeNotConfiguredError, ScorerError, StatsError
 from metrickit.scoring.contract import DEFAULT_TIMEOUT, PathLike, Scorer, load_scorer
 from metrickit.scoring.scorers import KEY_COLUMNS, read_cases, score_cases
 
@@ -68,7 +69,6 @@ class JudgeRepeatability:
     mean
         The mean score over valid calls with its interval, clustered by case (cases are the
         sampling unit, repeats are nested in them; see :func:`metrickit.stats.mean_ci`).
-        None when no call succeeded.
     flip_rate
         Share of cases (with at least two valid calls) whose verdict flips.
     flip_interval
@@ -177,7 +177,10 @@ def judge_repeatability(
     Raises
     ------
     ScorerError
-        ``repeats`` below 2, an unusable scorer signature, an unreadable case table.
+        ``repeats`` below 2, an unusable scorer signature, an unreadable case table, or
+        every call failed (the message quotes the most common error).
+    JudgeNotConfiguredError
+        Every call failed because no judge is set (:func:`metrickit.set_judge`).
     StatsError
         ``threshold`` or ``confidence`` is not a usable number.
 
@@ -224,6 +227,16 @@ def judge_repeatability(
         }))
     calls = pd.concat(frames, ignore_index=True)
     failed = calls["error"].notna().to_numpy()
+    common, times = ("", 0)
+    if failed.any():
+        common, times = Counter(calls.loc[failed, "error"]).most_common(1)[0]
+    if failed.all():
+        not_configured = common.startswith("raised JudgeNotConfiguredError")
+        raise (JudgeNotConfiguredError if not_configured else ScorerError)(
+            f"all {len(calls)} calls failed, so there is nothing to measure; the most common "
+            f"error ({times} of {len(calls)}): {common}"
+            + ("" if not_configured else
+               " (mk.check_scorer(score, cases) shows one call in detail)"))
     calls.loc[failed, "score"] = np.nan
     calls["verdict"] = (calls["score"] >= threshold).astype("boolean").mask(failed)
 
@@ -245,19 +258,18 @@ def judge_repeatability(
 
     notes: list[str] = []
     scores = valid["score"].to_numpy(dtype=float)
-    mean = None
-    if scores.size:
-        mean = replace(mean_ci(scores, clusters=valid["case"].to_numpy(), confidence=confidence),
-                       cluster_unit="cases")
-        if mean.n_clusters is None:
-            notes.append("every case has one valid call: the interval cannot separate judge "
-                         "noise from case spread")
-    else:
-        notes.append("no call returned a valid score; see .calls['error']")
+    mean = mean_ci(scores, clusters=valid["case"].to_numpy(), confidence=confidence)
+    # the clusters are cases: mean_ci's "few tasks" note says "few cases" here
+    mean = replace(mean, cluster_unit="cases", note=mean.note.replace("few tasks", "few cases"))
+    if mean.n_clusters is None:
+        notes.append("every case has one valid call: the interval cannot separate judge "
+                     "noise from case spread")
     if failed.any():
         bad_cases = int((table["failed"] > 0).sum())
+        shown = common if len(common) <= 200 else common[:197] + "..."
         notes.append(f"{int(failed.sum())} of {len(calls)} calls failed ({bad_cases} cases); "
-                     "they are left out, so those cases weigh less in the mean")
+                     "they are left out, so those cases weigh less in the mean; most common "
+                     f"error ({times} calls): {shown}")
     flipped = table["flips"].dropna().to_numpy(dtype=float)
     flip_rate = float(flipped.mean()) if flipped.size else math.nan
     flip_interval = mean_ci(flipped, confidence=confidence) if flipped.size else None
@@ -406,8 +418,9 @@ def _kappa_of_counts(counts: FloatArray, weights: str | None) -> FloatArray:
     """Cohen's kappa of ``(rows, K, K)`` confusion counts, one per row."""
     k = counts.shape[1]
     total = counts.sum(axis=(1, 2))
-    expected = counts.sum(axis=2)[:, :, None] * counts.sum(axis=1)[:, None, :] / total[:, None,
-                                                                                        None]
+    with np.errstate(invalid="ignore", divide="ignore"):  # no pairs left: NaN
+        expected = (counts.sum(axis=2)[:, :, None] * counts.sum(axis=1)[:, None, :]
+                    / total[:, None, None])
     pos = np.arange(k)
     if weights is None:
         wm = 1.0 - np.eye(k)
@@ -501,28 +514,39 @@ def _alpha_jackknife(ratings: FloatArray, level: str) -> FloatArray:
 
 
 def _interval(
-    estimate: float, draws: FloatArray, n: int, confidence: float, what: str, method: str
+    estimate: float, draws: FloatArray, n: int, confidence: float, what: str, method: str,
+    rated: int,
 ) -> tuple[Interval, str]:
     """The interval of ``estimate`` from resampled values: leave-one-case-out values with a
-    t interval (``"jackknife"``), or bootstrap values and their percentiles."""
+    t interval (``"jackknife"``), or bootstrap values and their percentiles; bounds cut to
+    [-1, 1] (never past the estimate). ``rated``: the cases with two ratings."""
     finite = draws[np.isfinite(draws)]
     note = ""
-    if draws.size - finite.size:
+    if rated < 2:
+        note = f"only {rated} case has two ratings: no interval"
+    elif not math.isfinite(estimate):
+        note = f"no {what}: the ratings take one value only"
+    elif draws.size - finite.size:
         note = (f"{draws.size - finite.size} of {draws.size} resamples had no {what} "
                 "(one value only) and were left out")
-    if not math.isfinite(estimate) or finite.size < 2:
+    if rated < 2 or not math.isfinite(estimate) or finite.size < 2:
         return Interval(estimate, math.nan, math.nan, math.nan, n, "none", confidence,
-                        note=note or f"no {what}: the ratings take one value only"), note
+                        note=note), note
     if method == "jackknife":
         m = finite.size
         se = math.sqrt((m - 1) / m * float(np.sum((finite - finite.mean()) ** 2)))
         crit = float(_t_quantile(0.5 + confidence / 2, m - 1))
-        low, high = estimate - crit * se, min(1.0, estimate + crit * se)
-        return Interval(estimate, low, high, se, n, "jackknife", confidence, note=note), note
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(finite, [tail, 1 - tail])
-    return Interval(estimate, float(low), float(high), float(finite.std(ddof=1)), n,
-                    "bootstrap", confidence, note=note), note
+        low, high = estimate - crit * se, estimate + crit * se
+    else:
+        low, high = (float(q) for q in np.quantile(finite, [(1 - confidence) / 2,
+                                                           (1 + confidence) / 2]))
+        se = float(finite.std(ddof=1))
+    low, high = max(low, min(-1.0, estimate)), min(high, max(1.0, estimate))
+    if high - low <= 1e-12:
+        width = (f"the interval has no width: every resample gives {what} {estimate:.3g}; "
+                 "the ratings vary too little to measure its uncertainty")
+        note = f"{note}; {width}" if note else width
+    return Interval(estimate, low, high, se, n, method, confidence, note=note), note
 
 
 def _t_quantile(q: float, df: int) -> float:
@@ -625,7 +649,9 @@ class Agreement:
         return f"<div><p>{text}</p>{table}</div>"
 
 
-def _numeric(values: list[Any], column: str, level: str) -> FloatArray:
+def _numeric(values: list[Any], column: str, need: str, instead: str) -> FloatArray:
+    """``values`` as floats (NaN for missing); a non-number is an error saying that ``need``
+    (e.g. "level='ordinal'") needs numbers and what to do ``instead``."""
     out = np.empty(len(values), dtype=np.float64)
     for row, value in enumerate(values):
         if _is_missing(value):
@@ -633,9 +659,8 @@ def _numeric(values: list[Any], column: str, level: str) -> FloatArray:
         elif isinstance(value, bool | np.bool_) or not isinstance(
                 value, int | float | np.integer | np.floating):
             raise StatsError(
-                f"column {column!r}, row {row}: {value!r} is not a number; level={level!r} "
-                "needs numeric ratings (None/NaN for missing); give categories= in order for "
-                "ordinal labels, or use level='nominal'")
+                f"column {column!r}, row {row}: {value!r} is not a number; {need} needs "
+                f"numeric ratings (None/NaN for missing); {instead}")
         elif not math.isfinite(float(value)):
             raise StatsError(f"column {column!r}, row {row}: {value!r}; expected a finite "
                              "number or None/NaN for missing")
@@ -671,7 +696,8 @@ def agreement(
     ----------
     frame
         A pandas or polars DataFrame with one row per case and one column per rater.
-        Missing ratings are None or NaN.
+        Missing ratings are None or NaN. True and False are the ratings 1 and 0 (so a
+        True/False rater and a 1/0 rater agree).
     raters
         Two or more column names.
     level
@@ -679,19 +705,22 @@ def agreement(
         verdicts, the default), ``"ordinal"`` (ordered categories: numbers, or labels
         ordered by ``categories``), ``"interval"`` or ``"ratio"`` (numbers).
     categories
-        The possible ratings, in order: required for ``"ordinal"`` with labels; otherwise
-        it fixes the order of the confusion table (a rating outside it is an error).
+        The possible ratings, in order: required for ``"ordinal"`` or ``weights`` with
+        labels (text has no order metrickit could trust: alphabetical "high" < "low" <
+        "mid" is wrong); otherwise it fixes the order of the confusion table (a rating
+        outside it is an error).
     weights
         Cohen's kappa weights: None (unweighted), ``"linear"`` or ``"quadratic"``, as
         ``sklearn.metrics.cohen_kappa_score`` defines them (the distance of two ratings is
-        the distance of their positions among the sorted ratings the pair gave).
+        the distance of their positions among the sorted ratings the pair gave, or among
+        ``categories``).
     confidence
         Confidence level of the intervals.
     method
         How the intervals resample cases (rows; cases are the sampling unit, so a resample
         keeps a case's ratings together). ``"jackknife"`` (default): each case left out
         once, the standard error of those values and a t interval with n - 1 degrees of
-        freedom (upper bound cut at 1); 0.932 to 0.955 coverage of a 95 % interval from
+        freedom (bounds cut to [-1, 1]); 0.932 to 0.955 coverage of a 95 % interval from
         20 cases on in ``benchmarks/coverage_judges.py``. ``"bootstrap"``: ``n_resamples``
         resamples with replacement from ``numpy.random.default_rng(seed)`` and their
         percentiles; it falls short of 0.93 for interval alpha (0.901 at 20 cases, 0.915
@@ -710,8 +739,16 @@ def agreement(
     ------
     StatsError
         A rater column is missing, fewer than two raters, an unknown level or weights, a
-        non-numeric rating where numbers are needed, a rating outside ``categories``, no
-        case with two ratings.
+        non-numeric rating where numbers are needed (``"interval"``, ``"ratio"``, and
+        ``"ordinal"`` or ``weights`` without ``categories``), a rating outside
+        ``categories``, no case with two ratings.
+
+    Notes
+    -----
+    ``notes`` (and each interval's ``note``) say when a number means less than it seems:
+    every rating the same (alpha and kappa undefined), two raters with no rating value in
+    common (``"Pass"`` vs ``"pass"``, ``1`` vs ``"1"``), only one case rated twice (no
+    interval), an interval with no width (every resample gives the same value).
 
     Examples
     --------
@@ -752,22 +789,31 @@ def agreement(
     absent = [r for r in raters if r not in nf.columns]
     if absent:
         raise StatsError(f"no rater column(s) {absent} in the frame (columns: {nf.columns})")
-    columns = {r: nf.get_column(r).to_list() for r in raters}
+    # True/False are the ratings 1/0 (True == 1 in Python): a 0/1 rater and a bool one agree
+    columns = {r: [_unbool(v) for v in nf.get_column(r).to_list()] for r in raters}
     n_cases = len(nf)
 
     # Codes per rating (-1: missing) and the domain value of each code.
     notes: list[str] = []
     numeric = level in ("interval", "ratio") or (level == "ordinal" and categories is None)
+    need, instead = f"level={level!r}", ("give categories= in order for ordinal labels, or use "
+                                        "level='nominal'")
+    if weights is not None and categories is None and not numeric:
+        # weights measure distances between ratings: labels need an order
+        numeric = True
+        need, instead = f"weights={weights!r}", (
+            "give categories= in order for labels (e.g. categories=['low', 'mid', 'high']), "
+            "or use weights=None")
     if numeric:
         for r in raters:
-            _numeric(columns[r], r, level)
+            _numeric(columns[r], r, need, instead)
     cats: list[Any]
     if categories is not None:
         cats = list(categories)
         if len({_key(c) for c in cats}) != len(cats):
             raise StatsError(f"categories {cats} has repeated values")
-        if numeric:
-            _numeric(cats, "categories", level)
+        if level in ("interval", "ratio"):
+            _numeric([_unbool(c) for c in cats], "categories", need, instead)
     else:
         seen = pd.unique(pd.Series([v for r in raters for v in columns[r]
                                     if not _is_missing(v)], dtype=object))
@@ -799,6 +845,10 @@ def agreement(
             f"level={level!r} (it compares every value with every other); use "
             "level='interval' for continuous scores, or round them into categories")
     ratings = np.where(codes >= 0, domain[np.maximum(codes, 0)], np.nan)
+    pairable = int(((codes >= 0).sum(axis=1) >= 2).sum())
+    if k == 1:  # the reason first, not one note per statistic
+        notes.append(f"every rating is {cats[0]!r}: alpha and kappa are undefined (no "
+                     "variation); raw agreement is 100 %")
 
     rng = np.random.default_rng(seed)
     if k >= 2:
@@ -816,8 +866,9 @@ def agreement(
                 for index in _resamples(rng, n_cases, n_resamples)])
     else:
         alpha_value, draws = math.nan, np.full(n_cases, np.nan)
-    alpha, note = _interval(alpha_value, draws, n_cases, confidence, "alpha", method)
-    if note:
+    alpha, note = _interval(alpha_value, draws, n_cases, confidence, "alpha", method,
+                            pairable)
+    if note and k > 1:
         notes.append(f"alpha: {note}")
 
     categorical = k <= MAX_CATEGORIES
@@ -833,6 +884,11 @@ def agreement(
             pair_rows.append(pair)
             continue
         ca, cb = codes[both, ia], codes[both, ib]
+        if not np.intersect1d(ca, cb).size:
+            shown = [[cats[c] for c in np.unique(x)[:5]] for x in (ca, cb)]
+            notes.append(f"raters {a} and {b} have no rating value in common: {a} gives "
+                         f"{shown[0]}, {b} gives {shown[1]} (on the cases both rated); check "
+                         "spelling, case and type ('Pass' vs 'pass', 1 vs '1')")
         # sklearn's labels: the sorted ratings this pair gave
         used = np.unique(np.concatenate([ca, cb]))
         remap = np.full(k, -1, dtype=np.intp)
@@ -844,8 +900,8 @@ def agreement(
         else:
             draws = np.concatenate([_kappa_from_codes(ca, cb, used.size, weights, index)
                                     for index in _resamples(rng, n_both, n_resamples)])
-        iv, note = _interval(estimate, draws, n_both, confidence, "kappa", method)
-        if note:
+        iv, note = _interval(estimate, draws, n_both, confidence, "kappa", method, n_both)
+        if note and k > 1:
             notes.append(f"kappa {a} vs {b}: {note}")
         pair.update(agreement=float(np.mean(ca == cb)), kappa=estimate, low=iv.low,
                     high=iv.high)
@@ -870,10 +926,13 @@ def agreement(
     )
 
 
+def _unbool(value: Any) -> Any:
+    """True and False as the ratings 1 and 0; any other value as it is."""
+    return int(value) if isinstance(value, bool | np.bool_) else value
+
+
 def _key(value: Any) -> Any:
-    """A lookup key equal for 1, 1.0 and np.int64(1), distinct for '1'."""
-    if isinstance(value, bool | np.bool_):
-        return ("bool", bool(value))
-    if isinstance(value, int | float | np.integer | np.floating):
+    """A lookup key equal for 1, 1.0, np.int64(1) and True, distinct for '1'."""
+    if isinstance(value, int | float | np.integer | np.floating | np.bool_):
         return ("number", float(value))
     return ("other", value)

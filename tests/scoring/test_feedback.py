@@ -244,7 +244,8 @@ def test_feedback_report_counts_failed_calls_apart():
     report = feedback_report(_scored(scorer, cases), cases=cases)
     assert report.n_errors == 1 and report.n_feedback == 2
     assert pd.isna(report.rows["generic"][2])
-    assert "1 failed calls without" in str(report)
+    assert "(2 with feedback; 1 call failed and gave no feedback to judge)" in str(report)
+    assert "median 1 word\n" in str(report)  # "Wrong." and "Correct.": one word each
 
 
 def test_feedback_report_without_expected_values_says_so():
@@ -262,3 +263,36 @@ def test_feedback_report_errors_name_what_is_wrong():
         feedback_report(scored, cases=tickets(["a", "b"], ["a", "b"]))
     with pytest.raises(mk.ScorerError, match="expected the DataFrame score_cases returns"):
         feedback_report([1, 2])
+
+
+def test_feedback_report_refuses_a_reordered_table_and_names_the_row():
+    rows = pd.read_json(CASES_DIR / "tickets.jsonl", lines=True).head(300)
+    scored = _scored(CASES_DIR / "useful_feedback.py", rows)
+    assert feedback_report(scored, cases=rows).names_expected_share == 1.0
+    reordered = scored.sort_values("score")
+    first = reordered.iloc[0]
+    with pytest.raises(mk.ScorerError, match="not in the same order") as err:
+        feedback_report(reordered, cases=rows)
+    message = str(err.value)
+    assert f"row 0 of scored has case_id={first['case_id']!r}, " in message
+    assert f"candidate={first['candidate']!r}" in message
+    assert f"row 0 of cases has case_id={rows['case_id'][0]!r}" in message
+    assert "keys=[..., 'output', 'expected']" in message
+    # a reset index does not hide it, and the same keys in the same order pass
+    with pytest.raises(mk.ScorerError, match="row 0 of scored"):
+        feedback_report(reordered.reset_index(drop=True), cases=rows)
+    # keeping output and expected in scored needs no cases at all, in any order
+    kept = _scored(CASES_DIR / "useful_feedback.py", rows,
+                   keys=["case_id", "candidate", "output", "expected"])
+    assert feedback_report(kept.sort_values("score")).names_expected_share == 1.0
+
+
+def test_feedback_report_checks_only_the_keys_both_tables_have():
+    cases = tickets(["other", "billing"], ["billing", "billing"])
+    scored = _scored(returning(lambda o, w: f"Expected {w!r}, got {o!r}."), cases)
+    # the case table without case_id: nothing to check, paired row by row
+    bare = [{k: v for k, v in c.items() if k != "case_id"} for c in cases]
+    assert feedback_report(scored, cases=bare).names_expected_share == 1.0
+    swapped = [cases[1], cases[0]]
+    with pytest.raises(mk.ScorerError, match="row 0 of scored has case_id='t0'"):
+        feedback_report(scored, cases=swapped)

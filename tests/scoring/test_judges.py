@@ -191,6 +191,74 @@ def test_crashes_hangs_and_garbage_are_recorded_per_call():
     assert any("5 of 18 calls failed (3 cases)" in n for n in result.notes)
 
 
+def test_every_call_failing_raises_with_the_most_common_error():
+    cases = [{"q": i, "output": "a"} for i in range(4)]
+    previous = mk.set_judge(None)
+    try:
+        with pytest.raises(mk.JudgeNotConfiguredError, match=r"all 8 calls failed") as err:
+            judge_repeatability(CASES_DIR / "llm_judge.py",
+                                [{"input": {"message": "m"}, "output": "a"}] * 4, repeats=2)
+    finally:
+        mk.set_judge(previous)
+    assert "(8 of 8)" in str(err.value) and "metrickit.set_judge(judge)" in str(err.value)
+
+    def broken(input, output):
+        raise ValueError("judge API down" if input["q"] else "quota")
+    with pytest.raises(mk.ScorerError, match=r"most common error \(6 of 8\): .*judge API down"):
+        judge_repeatability(broken, cases, repeats=2)
+
+
+def test_a_few_cases_note_says_cases_not_tasks():
+    cases = [{"q": i, "output": "a"} for i in range(5)]
+    result = judge_repeatability(lambda i, o: (float(i["q"] % 2), {"feedback": o}), cases,
+                                 repeats=3)
+    text = str(result.mean)
+    assert "cases=5" in text and "few cases (5)" in text and "tasks" not in text
+
+
+@pytest.mark.parametrize("garbage", [None, 42, {"verdict": "PASS"}, "", "  ", float("nan")])
+def test_a_judge_returning_no_text_is_an_error_per_call(garbage):
+    from metrickit.scoring.skynet import llm
+
+    previous = mk.set_judge(lambda prompt, **kw: garbage)
+    try:
+        kind = type(garbage).__name__
+        with pytest.raises(mk.ScorerError, match=rf"the judge returned .* \({kind}\)"):
+            llm("Answer PASS or FAIL.", input="x")
+        # every call fails: no "judge noise is 0%", an error naming what the judge gave
+        with pytest.raises(mk.ScorerError, match=r"all 6 calls failed.*the judge returned"):
+            judge_repeatability(CASES_DIR / "llm_judge.py",
+                                [{"input": {"message": "m"}, "output": "a"}] * 3, repeats=2)
+    finally:
+        mk.set_judge(previous)
+
+
+def test_a_judge_returning_no_text_now_and_then_fails_those_calls_only():
+    from metrickit.scoring.skynet import llm
+
+    answers = iter(["PASS. Fine.", None, "FAIL. No.", "PASS. Fine."] * 2)
+    lock = threading.Lock()
+
+    def judge(prompt, **kw):
+        with lock:
+            return next(answers)
+
+    def score(input, output):
+        verdict = llm("PASS or FAIL?", input=output)
+        return float(verdict.startswith("PASS")), {"feedback": verdict}
+    previous = mk.set_judge(judge)
+    try:
+        result = judge_repeatability(score, [{"q": i, "output": "a"} for i in range(4)],
+                                     repeats=2, workers=1)
+    finally:
+        mk.set_judge(previous)
+    assert result.failed_calls == 2
+    failed = result.calls["error"].dropna()
+    assert failed.str.contains(r"the judge returned None \(NoneType\)").all()
+    assert any("2 of 8 calls failed" in n and "the judge returned None" in n
+               for n in result.notes)
+
+
 def test_repeatability_refuses_what_it_cannot_use():
     cases = [{"q": 1, "output": "a"}]
     ok = lambda i, o: (1.0, {"feedback": "x"})  # noqa: E731
@@ -376,6 +444,96 @@ def test_agreement_errors_name_the_column_row_and_value():
         agreement(frame, ["a", "b"], level="binary")
     with pytest.raises(mk.StatsError, match="no case has ratings from two raters"):
         agreement(pd.DataFrame({"a": [1, None], "b": [None, 2]}), ["a", "b"])
+
+
+def test_weights_on_labels_need_categories_in_order():
+    scale = ["low", "mid", "high"]
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 3, (2, 40))
+    frame = pd.DataFrame({"a": np.array(scale)[codes[0]], "b": np.array(scale)[codes[1]]})
+    for weights in ("linear", "quadratic"):
+        with pytest.raises(mk.StatsError, match=rf"row 0: 'high' is not a number; "
+                           rf"weights='{weights}' needs numeric .* give categories= in order"):
+            agreement(frame, ["a", "b"], weights=weights)
+        result = agreement(frame, ["a", "b"], weights=weights, categories=scale)
+        assert result.kappa.estimate == pytest.approx(
+            cohen_kappa_score(codes[0], codes[1], weights=weights), abs=1e-12)
+    # as level="ordinal" already did; unweighted nominal kappa needs no order
+    with pytest.raises(mk.StatsError, match="level='ordinal' needs numeric"):
+        agreement(frame, ["a", "b"], level="ordinal")
+    assert agreement(frame, ["a", "b"]).kappa.estimate == pytest.approx(
+        cohen_kappa_score(codes[0], codes[1]))
+
+
+def test_agreement_bounds_stay_within_minus_one_and_one():
+    a = np.array([1, 0, 1, 1, 0, 0, 1, 0])
+    b = 1 - a
+    b[0] = a[0]
+    frame = pd.DataFrame({"a": a, "b": b})
+    for method in ("jackknife", "bootstrap"):
+        result = agreement(frame, ["a", "b"], method=method, n_resamples=500)
+        for iv in (result.alpha, result.kappa):
+            assert -1 <= iv.low <= iv.estimate <= iv.high <= 1
+    jack = agreement(frame, ["a", "b"])
+    assert jack.kappa.low == -1 and jack.alpha.low == -1  # the t interval went below -1
+    assert jack.kappa.estimate - 2 * jack.kappa.se < -1
+
+
+def test_an_interval_with_no_width_says_so():
+    frame = pd.DataFrame({"a": ["x"] * 9 + ["y"], "b": ["x"] * 10})
+    result = agreement(frame, ["a", "b"])
+    assert result.kappa.low == result.kappa.high == 0 and result.kappa.se == 0
+    for iv in (result.kappa, result.alpha):
+        assert "the interval has no width" in iv.note
+    assert sum("the interval has no width" in n for n in result.notes) == 2
+    wide = agreement(pd.DataFrame({"a": [0, 1, 1, 0, 1, 0], "b": [0, 1, 0, 0, 1, 1]}),
+                     ["a", "b"])
+    assert "no width" not in str(wide)
+
+
+def test_true_false_and_one_zero_are_the_same_ratings():
+    frame = pd.DataFrame({"a": [True, False, True, True, False],
+                          "b": [1, 0, 1, 0, 0]})
+    result = agreement(frame, ["a", "b"])
+    assert result.kappa.estimate == pytest.approx(cohen_kappa_score([1, 0, 1, 1, 0],
+                                                                    [1, 0, 1, 0, 0]))
+    assert result.pairs["agreement"][0] == pytest.approx(0.8)
+    labelled = agreement(frame, ["a", "b"], categories=[False, True])
+    assert list(labelled.confusion.index) == [False, True]
+    assert labelled.confusion.to_numpy().tolist() == [[2, 0], [1, 2]]
+
+
+@pytest.mark.parametrize(("a", "b"), [([1, 0, 1], ["1", "0", "1"]),
+                                      (["Pass", "Fail", "Pass"], ["pass", "fail", "pass"])])
+def test_raters_without_a_rating_in_common_are_noted(a, b):
+    result = agreement(pd.DataFrame({"a": a, "b": b}), ["a", "b"])
+    (note,) = [n for n in result.notes if "no rating value in common" in n]
+    assert note.startswith("raters a and b have no rating value in common")
+    assert repr(b[0]) in note and repr(a[0]) in note
+    same = agreement(pd.DataFrame({"a": a, "b": a[:2] + b[2:]}), ["a", "b"])
+    assert not any("in common" in n for n in same.notes)
+
+
+def test_identical_ratings_say_why_alpha_and_kappa_are_undefined():
+    result = agreement(pd.DataFrame({"a": ["x"] * 10, "b": ["x"] * 10}), ["a", "b"])
+    assert np.isnan(result.alpha.estimate) and np.isnan(result.kappa.estimate)
+    assert result.notes[0] == ("every rating is 'x': alpha and kappa are undefined (no "
+                               "variation); raw agreement is 100 %")
+    assert not any("resamples" in n for n in result.notes)
+    assert result.pairs["agreement"][0] == 1
+
+
+def test_one_case_rated_by_both_gives_a_note_and_no_warning():
+    import warnings
+
+    frame = pd.DataFrame({"a": ["x", None, "y"], "b": ["y", "x", None]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in ("jackknife", "bootstrap"):
+            result = agreement(frame, ["a", "b"], method=method, n_resamples=50)
+            assert result.kappa.n == 1 and np.isnan(result.kappa.low)
+            assert "only 1 case has two ratings: no interval" in result.kappa.note
+            assert "only 1 case has two ratings" in result.alpha.note
 
 
 def test_perfect_agreement_and_a_single_value():
