@@ -171,11 +171,18 @@ def _int(x: Any) -> Cell:
     return None if v is None else f"{round(v):,}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 trial``, ``1,004 trials``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def _share(x: Any) -> Cell:
     v = _finite(x)
     if v is None:
         return None
-    return f"{v:.1%}" if 0 < abs(v) < 0.095 else f"{v:.0%}"
+    if 0 < abs(v) < 0.095 or 0.995 <= abs(v) < 1:  # 0.3 %, 99.7 %: never 0 % or 100 %
+        return f"{v:.1%}"
+    return f"{v:.0%}"
 
 
 def _usd(x: Any) -> Cell:
@@ -354,6 +361,40 @@ def _overview(d: _Data, n_tasks: int) -> Section:
     return Section("overview", "Overview", text=text, notes=notes)
 
 
+def _against_leader(pairwise: Any, ranked: Any, value: str) -> Table | None:
+    """Each candidate against the leader: the paired difference, its interval and the
+    Holm-adjusted p-value the tie rule uses."""
+    if pairwise is None or len(ranked) < 2:
+        return None
+    leader = ranked["rank"].astype(float).idxmin()
+    rows: list[list[Cell]] = []
+    for name in ranked.sort_values("rank").index:
+        if name == leader:
+            continue
+        pair = pairwise[(pairwise["a"] == leader) & (pairwise["b"] == name)]
+        sign = -1.0  # rows are (leader, name): the difference is leader - name
+        if pair.empty:
+            pair, sign = pairwise[(pairwise["a"] == name) & (pairwise["b"] == leader)], 1.0
+        if pair.empty:
+            continue
+        r = pair.iloc[0]
+        low, high = sorted((sign * r["ci_low"], sign * r["ci_high"]))
+        p_holm = _finite(r["p_holm"])
+        rows.append([
+            str(name), _num(sign * r["difference"]), _interval(low, high), _int(r["n_tasks"]),
+            None if p_holm is None else f"{p_holm:.3g}",
+            None if p_holm is None else ("yes" if r["significant"] else "no"),
+        ])
+    if not rows:
+        return None
+    return Table(
+        ["candidate", f"{value} − leader", "95% CI", "tasks", "p (Holm)", "significant"],
+        rows, "name num num num num -", id="against-leader",
+        caption=f"Each candidate against the leader, {leader}: paired by task; the "
+        "p-values are Holm-adjusted over all pairs, the intervals are not (so an interval "
+        "may exclude 0 where the adjusted test does not)")
+
+
 def _headline(d: _Data) -> tuple[Section, Any]:
     """The candidates table, the ranking (``compare_metrics``) and the bar chart."""
     from metrickit.compute.metrics import compare_metrics
@@ -412,7 +453,7 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         "rank interval includes 1 (it may be best) or their difference is not significant after "
         "Holm's adjustment.",
     ]
-    notes = list(ranking.notes)
+    notes = [n for n in ranking.notes if "(p_holm)" not in n]  # the table says it
     sets = d.valued.groupby(d.by)[_LABEL].agg(lambda s: frozenset(s))
     if sets.nunique() > 1:
         notes.append(
@@ -425,6 +466,9 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         columns, rows, classes = columns[:-1], [row[:-1] for row in rows], classes[:-5]
     section.blocks.append(Table(columns, rows, classes, marks=marks, id="headline",
                                 caption=f"Mean {d.value} per candidate, best first"))
+    against = _against_leader(ranking.pairwise, ranked, d.value)
+    if against is not None:
+        section.blocks.append(against)
     ax = plots.candidate_bars(d.valued, column=d.value, by=d.by, cluster=_LABEL)
     section.blocks.append(_figure(
         "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals; "
@@ -480,7 +524,9 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     if not measured("total_ms"):
         return None
     cost = "cost_usd" if measured("cost_usd") else None
-    columns = [d.value, "total_ms", *([cost] if cost else [])]
+    # the order plots.tradeoff uses (x, y, colour): the same draws, so the table's P(front)
+    # is the one printed on the plot
+    columns = ["total_ms", d.value, *([cost] if cost else [])]
     frame = d.valued[[d.by, _LABEL, *columns]].copy()
     for column in columns:
         frame[column] = frame[column].astype(float)
@@ -933,7 +979,7 @@ def build_sections(
         "by": d.by,
         "generated": generated,
         "version": _version("metrickit"),
-        "subtitle": (f"{len(d.all):,} trials · {len(d.candidates)} candidates · "
+        "subtitle": (f"{_count(len(d.all), 'trial')} · {_count(len(d.candidates), 'candidate')} · "
                      f"{n_tasks} tasks · value {d.value!r} · generated {generated}"),
         "candidates": d.candidates,
     }
@@ -1141,8 +1187,8 @@ def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "
             try:
                 find_jobs(p)
             except HarborJobError as exc:
-                runs = [(q, trial_source(q)) for q in sorted(p.iterdir()) if q.is_dir()]
-                runs = [(q, kind) for q, kind in runs if kind not in (None, "harbor")]
+                kinds = [(q, trial_source(q)) for q in sorted(p.iterdir()) if q.is_dir()]
+                runs = [(q, kind) for q, kind in kinds if kind is not None and kind != "harbor"]
                 if runs:  # a folder of lm-evaluation-harness outputs or Terminal-Bench runs
                     frames += [_READERS[kind](q) for q, kind in runs]
                     continue

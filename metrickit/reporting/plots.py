@@ -780,7 +780,7 @@ def _tradeoff_caption(d: _TradeoffData, o: TradeoffOptions, unlabelled: int) -> 
     methods = _methods(d.means.get(f"{o.y}_method", []))
     parts = [f"means with 95% CI ({methods})" if methods else "means with 95% CI"]
     if o.frontier:
-        parts.append("ringed and dashed: Pareto front, % = share of task resamples on it")
+        parts.append("ringed and dashed: Pareto front, % = share of draws on it")
     if o.tied is not None and len(o.tied) > 1:
         parts.append("gold rings: tied for best")
     elif o.highlight is not None:
@@ -811,10 +811,10 @@ def tradeoff(
 
     Whiskers are 95 % intervals of each mean (clustered by task when tasks repeat; the title
     names the method). The front is estimated: each label carries the candidate's
-    probability of being on it over task resamples (``(80%)``), and the dashed line joins
-    the candidates on the front of the point estimates. Latency is shown in ms, s or min and
-    cost in dollars, whichever reads best (:func:`unit_for`). Names are shortened
-    (:func:`short_labels`) and placed with adjustText so no two overlap; beyond 16
+    probability of being on it over task-clustered draws of the means (``(80%)``), and the
+    dashed line joins the candidates on the front of the point estimates. Latency is shown
+    in ms, s or min and cost in dollars, whichever reads best (:func:`unit_for`). Names are
+    shortened (:func:`short_labels`) and placed with adjustText so no two overlap; beyond 16
     candidates only the best, tied and front ones are named, and the title says how many
     names were left out.
 

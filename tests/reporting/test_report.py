@@ -425,3 +425,28 @@ def test_other_trial_folders_and_what_is_not_one(tmp_path, capsys):
     assert cli(["report", str(empty), "-o", str(tmp_path / "x.html")]) == 1
     err = capsys.readouterr().err
     assert "no Harbor job found" in err and "nor does it hold Inspect AI logs" in err
+
+
+def test_against_the_leader_explains_the_tie_rule(trials, html_report):
+    _, page, _ = html_report
+    valued = _finished(trials)
+    valued = valued[valued["reward"].notna()].copy()
+    valued["task"] = task_labels(valued, "task_name").to_numpy()
+    ranking = mk.compare_metrics(valued, {"reward": "reward"}, by="eval", cluster="task")
+    table = ranking.table.set_index("group")
+    leader = table["rank"].idxmin()
+    pairs = ranking.pairwise
+    rows = page.rows("against-leader")
+    assert {r["candidate"][0] for r in rows} == set(table.index) - {leader}
+    tied_by_test = set()
+    for row in rows:
+        name = row["candidate"][0]
+        pair = pairs[((pairs["a"] == leader) & (pairs["b"] == name))
+                     | ((pairs["a"] == name) & (pairs["b"] == leader))].iloc[0]
+        assert row["p (Holm)"][0] == f"{pair['p_holm']:.3g}"
+        difference = table.loc[name, "value"] - table.loc[leader, "value"]
+        assert float(row["reward − leader"][0]) == pytest.approx(difference, abs=6e-4)
+        if row["significant"][0] == "no":
+            tied_by_test.add(name)
+    may_be_best = set(table.index[table["rank_low"] == 1])
+    assert set(ranking.best()["reward"]) == {leader} | tied_by_test | may_be_best
