@@ -307,7 +307,10 @@ def _prepare(trials: Any, value: str | None, by: str) -> _Data:
     running = (df["_status"].astype(str) == "running").to_numpy() if "_status" in df else (
         df[column].isna().to_numpy() & False)
     finished = df[~running].reset_index(drop=True)
-    x = pd.to_numeric(finished[column], errors="coerce")
+    try:
+        x = pd.to_numeric(finished[column])  # a value that is not a number is refused
+    except (TypeError, ValueError) as exc:
+        raise MetrickitError(f"{column!r} holds a value that is not a number: {exc}") from None
     valued = finished[x.notna().to_numpy()].reset_index(drop=True)
     if not len(valued):
         raise MetrickitError(
@@ -343,15 +346,32 @@ def _overview(d: _Data, n_tasks: int) -> Section:
     running = len(d.all) - len(d.finished)
     other = [k for k in d.keys if k != d.value]
     text = [
-        f"{len(d.all):,} trial(s) ({len(d.finished):,} finished, {running:,} running) of "
-        f"{len(d.candidates)} candidate(s) on {n_tasks} task(s). Candidates are the values "
-        f"of {d.by!r}; the report ranks them by {d.value!r}"
+        f"{_count(len(d.all), 'trial')} ({len(d.finished):,} finished, {running:,} running) "
+        f"of {_count(len(d.candidates), 'candidate')} on {_count(n_tasks, 'task')}. "
+        f"Candidates are the values of {d.by!r}; the report ranks them by {d.value!r}"
         + (f" (other reward keys in the table: {_listing(other)})." if other else "."),
         "Intervals are 95 % and clustered by task: attempts of one task are repeated "
         "measures, not new tasks. A candidate is called best only when it is best at 95 %; "
         "otherwise the candidates tied with the leader are named.",
     ]
+    if "_status" in d.valued.columns:
+        no_reward = int((d.valued["_status"].astype(str) == "null").sum())
+        if no_reward:
+            text.append(
+                f"{_count(no_reward, 'finished trial')} without a reward (the run failed "
+                f"before the verifier scored it) count as {d.value} 0, as in Harbor's own "
+                "mean; the Errors section lists them."
+            )
     notes = list(d.notes)
+    if d.by != "eval" and "eval" in d.valued.columns:
+        pooled = d.valued.groupby(d.by)["eval"].nunique()
+        pooled = pooled[pooled > 1]
+        if len(pooled):
+            notes.append(
+                f"{_listing(list(pooled.index))} pool(s) several evaluations (agent, model, "
+                f"data set) under one {d.by!r}: up to {int(pooled.max())}; their means mix "
+                "them, and pass@k counts every attempt of a task across them"
+            )
     if d.missing:
         notes.append(
             f"{d.value!r} is missing (NA) for {_listing(d.missing)}: no trial of their "
@@ -1087,6 +1107,10 @@ def report(
     context["title"] = title or _default_title(context)
     env = _environment()
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() not in (".html", ".htm", ".md"):
+        raise MetrickitError(
+            f"{path}: the report is written as .html (or .htm) or as Markdown (.md); "
+            f"{path.suffix or 'no suffix'} is neither")
     if path.suffix.lower() == ".md":
         images = path.with_name(f"{path.stem}_files")
         images.mkdir(exist_ok=True)

@@ -450,3 +450,23 @@ def test_against_the_leader_explains_the_tie_rule(trials, html_report):
             tied_by_test.add(name)
     may_be_best = set(table.index[table["rank_low"] == 1])
     assert set(ranking.best()["reward"]) == {leader} | tied_by_test | may_be_best
+
+
+def test_the_report_says_how_it_counts_and_refuses_what_it_cannot_write(trials, tmp_path):
+    out = report(trials, tmp_path / "agents.html", value="reward", by="agent")
+    text = " ".join(" ".join(_parse(out).text).split())
+    finished = _finished(trials)
+    no_reward = finished[(finished["_status"] == "null") & finished["reward"].notna()]
+    assert len(no_reward) and (no_reward["reward"] == 0).all()
+    assert f"{len(no_reward)} finished trials without a reward" in text
+    valued = finished[finished["reward"].notna()]
+    pooled = valued.groupby("agent")["eval"].nunique()
+    assert f"pool(s) several evaluations (agent, model, data set) under one 'agent': up to " \
+        f"{pooled.max()}" in text
+    with pytest.raises(MetrickitError, match=r"\.txt is neither"):
+        report(trials, tmp_path / "report.txt")
+    assert not (tmp_path / "report.txt").exists()
+    bad = trials.assign(reward=trials["reward"].astype(object))
+    bad.loc[bad.index[0], "reward"] = "high"
+    with pytest.raises(MetrickitError, match="'reward' holds a value that is not a number"):
+        report(bad, tmp_path / "bad.html", value="reward")
