@@ -1025,7 +1025,7 @@ def task_heatmap(
     # Vertical, not slanted: slanted neighbours' boxes overlap even when the glyphs do not.
     vertical = sum(len(c) for c in columns) * 6.5 > 72 * 0.35 * len(columns) * 1.6
     ax.set_xticks(range(grid.shape[1]), columns, rotation=90 if vertical else 0)
-    rows = [_ellipsize(str(i), 30) for i in grid.index]
+    rows = short_labels([str(i) for i in grid.index], width=30)  # distinct, or in full
     ax.set_yticks(range(grid.shape[0]), rows, fontsize=7 if len(rows) > 20 else None)
     ax.set_xlabel(by)
     ax.set_ylabel(task)

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from benchmark_like import benchmark_cases, benchmark_trials
 from plot_checks import drawn_texts, outside, overlapping
@@ -219,6 +220,16 @@ def test_heatmap_greys_unmeasured_cells_and_sorts_tasks(trials):
     assert image.get_cmap().get_bad()[:3] == pytest.approx((0.85, 0.85, 0.85))
     row_means = np.nanmean(np.ma.filled(values.astype(float), np.nan), axis=1)
     assert np.all(np.diff(row_means) <= 1e-12)  # easiest task first
+
+
+def test_heatmap_rows_stay_distinct_when_long_task_labels_share_start_and_end():
+    frame = pd.DataFrame({
+        "task": ["terminal-bench-core/fix-git-merge-conflict",
+                 "terminal-bench-mini/fix-git-merge-conflict"] * 2,
+        "candidate": ["a", "a", "b", "b"], "reward": [1.0, 0.0, 1.0, 1.0]})
+    ax = plots.task_heatmap(frame, value="reward", by="candidate", task="task")
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(set(rows)) == 2, rows
 
 
 @pytest.mark.slow

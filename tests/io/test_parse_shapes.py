@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from metrickit.io import jsonl
 from metrickit.io.jsonl import parse_fast, parse_slow
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from gen_rewards import SHAPES, generate
 
 

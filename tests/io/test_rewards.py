@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import metrickit as mk
 from metrickit.io.jsonl import parse_fast, parse_slow
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 SINGLE = '{"reward": 1}\n{"reward": 0}\nnull\n{"reward": 0}\n'
 
