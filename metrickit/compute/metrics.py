@@ -739,6 +739,12 @@ def compare_metrics(
                 if len(per_row) == 1:
                     per_row = {m.name: next(iter(per_row.values()))}
                 for out_name, rows in per_row.items():
+                    if np.shape(rows)[-1] != len(idx):  # an expression that aggregates
+                        bounds[out_name] = (math.nan, math.nan, (
+                            "none (the metric gives one value, not one per row: give the "
+                            "per-row expression, e.g. nw.col('reward'), to get the mean "
+                            "with an interval)"))
+                        continue
                     bounds[out_name] = _interval(
                         m, rows, sub_units, confidence=confidence, ci=ci,
                         n_resamples=n_resamples, seed=seed,
@@ -773,6 +779,10 @@ def compare_metrics(
             continue
         rows_all = m.per_row(nf)
         for out_name, rows in rows_all.items():
+            if np.shape(rows)[-1] != len(nf):  # an expression that aggregates
+                notes.append(f"metric {m.name!r}: no rank interval (it gives one value, not "
+                             "one per row)")
+                continue
             per_row_all[_label(m, out_name, len(rows_all))] = rows
     table = pd.DataFrame.from_records(
         records,

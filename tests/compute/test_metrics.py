@@ -128,3 +128,15 @@ def test_mean_interval_matches_scipy_t(values):
     low, high = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
     assert row.ci_low == pytest.approx(low, rel=1e-9, abs=1e-12)
     assert row.ci_high == pytest.approx(high, rel=1e-9, abs=1e-12)
+
+
+def test_an_expression_that_aggregates_gets_its_value_and_says_why_it_has_no_interval():
+    trials = mk.read_harbor_job(mk.examples.path("harbor_jobs") / "2025-06-02__10-00-00")
+    cmp = mk.compare_metrics(trials, {"agg": nw.col("reward").mean(), "rows": nw.col("reward")},
+                             by="eval")
+    table = cmp.table.set_index("metric")
+    assert table.loc["agg", "value"] == table.loc["rows", "value"] == trials["reward"].mean()
+    assert np.isnan(table.loc["agg", "ci_low"]) and "not one per row" in table.loc[
+        "agg", "ci_method"]
+    assert table.loc["rows", "ci_low"] < table.loc["rows", "value"] < table.loc["rows", "ci_high"]
+    assert any("'agg': no rank interval" in n for n in cmp.notes)
