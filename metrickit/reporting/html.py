@@ -490,9 +490,11 @@ def _headline(d: _Data) -> tuple[Section, Any]:
     if against is not None:
         section.blocks.append(against)
     ax = plots.candidate_bars(d.valued, column=d.value, by=d.by, cluster=_LABEL)
+    colours = ("" if len(ranked) < 2 else
+               "; orange: best at 95 %, gold: tied for best")
     section.blocks.append(_figure(
-        "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals; "
-        "orange: best at 95 %, gold: tied for best.",
+        "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals"
+        f"{colours}.",
         f"bar chart of mean {d.value} per candidate", ax))
     return section, ranking
 

@@ -384,6 +384,7 @@ def test_one_candidate_is_not_called_best(tmp_path):
     text = " ".join(report(trials, tmp_path / "one.md").read_text().split())
     assert "nothing to rank" in text
     assert "(best at 95 %)" not in text and "Tied for best" not in text
+    assert "orange: best at 95 %" not in text  # no colour legend for one candidate
 
 
 def test_trial_tables_from_files_give_the_jobs_numbers(tmp_path):
