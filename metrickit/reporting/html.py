@@ -643,7 +643,13 @@ def _flips(d: _Data, ranking: Any) -> Section:
         return section
 
     def trial_names(folders: Any) -> str:
-        return ", ".join(Path(str(f)).name for f in folders) if isinstance(folders, list) else ""
+        """Trial folder names; a file several trials share (an Inspect log) once, counted."""
+        if not isinstance(folders, list):
+            return ""
+        counts: dict[str, int] = {}
+        for f in folders:
+            counts[Path(str(f)).name] = counts.get(Path(str(f)).name, 0) + 1
+        return ", ".join(name if n == 1 else f"{name} ({n} trials)" for name, n in counts.items())
 
     rows = []
     for _, r in flips.iterrows():

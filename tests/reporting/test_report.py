@@ -471,3 +471,15 @@ def test_the_report_says_how_it_counts_and_refuses_what_it_cannot_write(trials, 
     bad.loc[bad.index[0], "reward"] = "high"
     with pytest.raises(MetrickitError, match="'reward' holds a value that is not a number"):
         report(bad, tmp_path / "bad.html", value="reward")
+
+
+def test_flips_name_a_shared_log_file_once_with_its_count(tmp_path):
+    logs = mk.examples.path("inspect_logs")
+    out = tmp_path / "inspect.html"
+    assert cli(["report", str(logs), "-o", str(out), "--value", "exact"]) == 0
+    rows = _parse(out).rows("flips-table")
+    assert rows
+    for row in rows:
+        for cell in (row["trials of A"][0], row["trials of B"][0]):
+            names = [n.split(" (")[0] for n in cell.split(", ")]
+            assert len(names) == len(set(names)) == 1 and cell.endswith(" trials)"), cell
