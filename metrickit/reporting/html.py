@@ -1208,7 +1208,7 @@ def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "
     from metrickit.io.harbor import read_harbor_job
     from metrickit.io.harbor_trials import find_jobs
     from metrickit.io.tidy import concat_trials
-    from metrickit.reporting.summary import _READERS, trial_source
+    from metrickit.reporting.summary import TRIAL_READERS, trial_source
 
     jobs, logs, frames = [], [], []
     for p in paths:
@@ -1222,7 +1222,7 @@ def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "
                 kinds = [(q, trial_source(q)) for q in sorted(p.iterdir()) if q.is_dir()]
                 runs = [(q, kind) for q, kind in kinds if kind is not None and kind != "harbor"]
                 if runs:  # a folder of lm-evaluation-harness outputs or Terminal-Bench runs
-                    frames += [_READERS[kind](q) for q, kind in runs]
+                    frames += [TRIAL_READERS[kind](q) for q, kind in runs]
                     continue
                 if not any(f.suffix in (".eval", ".json") for f in p.rglob("*")):
                     raise MetrickitError(
@@ -1235,7 +1235,7 @@ def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "
         elif source == "Inspect AI log":
             logs.append(p)
         elif source is not None:
-            frames.append(_READERS[source](p))
+            frames.append(TRIAL_READERS[source](p))
         else:
             frames.append(_read_table(p, value, by))
     if logs:

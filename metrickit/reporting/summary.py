@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["summarize_path", "summarize_rewards"]
+__all__ = ["TRIAL_READERS", "summarize_path", "summarize_rewards", "trial_source"]
 
 
 def _fmt(value: float | int) -> str:
@@ -104,7 +104,8 @@ def _read_terminal_bench(path: Path) -> Any:
     return read_terminal_bench(path)
 
 
-_READERS = {
+#: The reader of each trial format :func:`trial_source` names (other than Harbor jobs).
+TRIAL_READERS = {
     "Inspect AI log": _read_inspect,
     "lm-evaluation-harness output": _read_lm_eval,
     "Terminal-Bench run": _read_terminal_bench,
@@ -138,6 +139,6 @@ def summarize_path(path: Path) -> str:
     if source == "harbor":
         return summarize_job(path)
     if source is not None:
-        trials = _READERS[source](path)
+        trials = TRIAL_READERS[source](path)
         return summarize_trials(trials, title=f"{source} {path}", why="every finished trial counts")
     return summarize_rewards(read_rewards(path), title=str(path))

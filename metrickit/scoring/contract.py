@@ -42,6 +42,9 @@ MEASURED_COLUMNS = ("latency_ms", "cost_usd")
 
 CASE_FIELDS = ("input", "output", "expected", *MEASURED_COLUMNS)
 
+#: Columns that identify a case; carried into :func:`score_cases` results, never into ``input``.
+KEY_COLUMNS = ("case_id", "task", "task_name", "id", "trial_name", "candidate", "split")
+
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)

@@ -412,7 +412,7 @@ def _same(a: Any, b: Any) -> bool:
 def _check_same_order(frame: Any, case_rows: list[Mapping[str, Any]]) -> None:
     """Raise when a key column both tables have (``case_id``, ``candidate``, ...) differs
     on some row: ``cases`` is paired with ``scored`` row by row."""
-    from metrickit.scoring.scorers import KEY_COLUMNS
+    from metrickit.scoring.contract import KEY_COLUMNS
 
     keys = [k for k in KEY_COLUMNS
             if k in frame.columns and all(k in row for row in case_rows)]

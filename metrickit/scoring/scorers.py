@@ -34,6 +34,7 @@ from metrickit.errors import ScorerError
 from metrickit.scoring.contract import (
     CASE_FIELDS,
     DEFAULT_TIMEOUT,
+    KEY_COLUMNS,
     MEASURED_COLUMNS,
     PathLike,
     Scorer,
@@ -68,8 +69,6 @@ __all__ = [
     "validate_result",
 ]
 
-#: Columns that identify a case; carried into :func:`score_cases` results, never into ``input``.
-KEY_COLUMNS = ("case_id", "task", "task_name", "id", "trial_name", "candidate", "split")
 
 
 
