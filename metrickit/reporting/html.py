@@ -801,9 +801,13 @@ def _spec_section(d: _Data, spec: Any, source: str) -> Section:
          "accuracy score", "speed score", "cost score"], rows,
         "num name num num num num num num num", marks=marks,
         id="spec-ranking"))
-    for name, arr in (("time", latency), ("cost", cost)):
+    if getattr(spec, "accuracy_reference", None) is not None:
+        section.notes.append(
+            f"the spec has accuracy.reference, so {d.value!r} is read as an error (lower is "
+            f"better): a candidate with a lower {d.value!r} scores higher on accuracy")
+    for name, part, arr in (("time", "speed", latency), ("cost", "cost", cost)):
         unmeasured = len(frame) if arr is None else int(np.isnan(arr).sum())
-        if unmeasured:
+        if unmeasured and spec.weights.get(part, 0) > 0:
             section.notes.append(
                 f"{unmeasured} trial(s) have no measured {name}: that part scores 0 (the "
                 "spec's rule for a part that cannot be measured)")

@@ -483,3 +483,24 @@ def test_flips_name_a_shared_log_file_once_with_its_count(tmp_path):
         for cell in (row["trials of A"][0], row["trials of B"][0]):
             names = [n.split(" (")[0] for n in cell.split(", ")]
             assert len(names) == len(set(names)) == 1 and cell.endswith(" trials)"), cell
+
+
+def test_spec_notes_name_an_error_accuracy_and_only_weighted_unmeasured_parts(tmp_path):
+    job = mk.examples.path("harbor_jobs") / "2025-07-14__09-00-00"
+    trials = mk.read_harbor_job(job, progress=False)
+    assert trials["cost_usd"].isna().any()
+    plain = mk.RewardSpec.from_dict({"weights": {"accuracy": 1, "speed": 1, "cost": 0},
+                                     "accuracy": {}, "speed": {"reference": 300_000},
+                                     "cost": {"reference": 1.0}})
+    error = mk.RewardSpec.from_dict({"weights": {"accuracy": 1, "speed": 0, "cost": 1},
+                                     "accuracy": {"reference": 0.1},
+                                     "speed": {"reference": 300_000},
+                                     "cost": {"reference": 1.0}})
+    texts = {}
+    for name, spec in (("plain", plain), ("error", error)):
+        out = report(trials, tmp_path / f"{name}.html", value="reward", spec=spec)
+        texts[name] = " ".join(" ".join(_parse(out).text).split())
+    assert "read as an error (lower is better)" not in texts["plain"]
+    assert "no measured cost" not in texts["plain"]  # cost weighs 0 there
+    assert "read as an error (lower is better)" in texts["error"]
+    assert "no measured cost" in texts["error"]
