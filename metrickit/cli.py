@@ -242,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
     )
 
-    from metrickit.reporting.html import add_report_arguments
+    from metrickit.reporting.arguments import add_report_arguments
 
     add_report_arguments(sub.add_parser(
         "report",

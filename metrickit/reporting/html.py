@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from metrickit.errors import MetrickitError
+from metrickit.reporting.arguments import add_report_arguments
 
 __all__ = [
     "Code",
@@ -76,6 +77,7 @@ SpecLoader = Callable[[Path], Any]
 _TASK = "task_name"
 _LABEL = "__task_label"  # the task of each row, source/task_name when sources differ
 _LONG_MESSAGE = 160  # characters of an exception message quoted in the errors table
+_NO_REWARD = ("null", "empty")  # finished without a reward: 0 in Harbor's mean
 
 
 # -- the blocks the templates render ---------------------------------------------------------
@@ -276,6 +278,7 @@ def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
 
 def _prepare(trials: Any, value: str | None, by: str) -> _Data:
     import narwhals as nw
+    import numpy as np
     import pandas as pd
 
     from metrickit.compute.stats import task_labels
@@ -304,8 +307,8 @@ def _prepare(trials: Any, value: str | None, by: str) -> _Data:
         raise MetrickitError("the trial table has no trial to report on")
     column, keys = _choose_value(df, value)
     df = df.assign(**{_LABEL: task_labels(df, _TASK).astype(str).to_numpy()})
-    running = (df["_status"].astype(str) == "running").to_numpy() if "_status" in df else (
-        df[column].isna().to_numpy() & False)
+    running = ((df["_status"].astype(str) == "running").to_numpy() if "_status" in df
+               else np.zeros(len(df), dtype=bool))
     finished = df[~running].reset_index(drop=True)
     try:
         x = pd.to_numeric(finished[column])  # a value that is not a number is refused
@@ -355,7 +358,7 @@ def _overview(d: _Data, n_tasks: int) -> Section:
         "otherwise the candidates tied with the leader are named.",
     ]
     if "_status" in d.valued.columns:
-        no_reward = int((d.valued["_status"].astype(str) == "null").sum())
+        no_reward = int(d.valued["_status"].astype(str).isin(_NO_REWARD).sum())
         if no_reward:
             text.append(
                 f"{_count(no_reward, 'finished trial')} without a reward (the run failed "
@@ -678,7 +681,7 @@ def _errors(d: _Data) -> Section:
         mine = (f[d.by] == name).to_numpy()
         running = int(((d.all[d.by] == name) & (d.all["_status"].astype(str) == "running")).sum()
                       ) if "_status" in d.all else 0
-        no_reward = int((mine & status.isin(["null", "empty"]).to_numpy()).sum())
+        no_reward = int((mine & status.isin(_NO_REWARD).to_numpy()).sum())
         rows.append([str(name), _int(mine.sum()), _int(no_reward),
                      _int((mine & has_exc.to_numpy()).sum()), _int(running)])
     section.blocks.append(Table(
@@ -1141,29 +1144,6 @@ def report(
 
 
 # -- command line ----------------------------------------------------------------------------
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of ``metrickit report`` (imports nothing heavy, for ``--help``)."""
-    parser.add_argument(
-        "sources", nargs="+", type=Path, metavar="SOURCE",
-        help="Harbor job folder(s) or a folder of jobs; Inspect AI logs (.eval/.json, or a "
-        "folder of them); lm-evaluation-harness output or Terminal-Bench run folders; or a "
-        "trial table (.csv, .parquet, .jsonl): one saved from "
-        "metrickit's readers, or any table with one row per trial, task_name and the value "
-        "column (optional: the candidate column, total_ms, cost_usd)",
-    )
-    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
-                        help="file to write: .html (default report.html) or .md (Markdown, "
-                        "images in <name>_files/)")
-    parser.add_argument("--value", help="reward column to rank by (default: the only reward "
-                        "key, else 'reward')")
-    parser.add_argument("--spec", type=Path, metavar="METRIC.py",
-                        help="a scorer file whose REWARD_SPEC ranks the candidates too")
-    parser.add_argument("--by", default="eval",
-                        help="candidate column (default: eval, agent__model__source)")
-    parser.add_argument("--title", help="page title")
-    return parser
 
 
 def _read_table(path: Path, value: str | None, by: str) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from metrickit._core.values import short_repr
 from metrickit.errors import JudgeNotConfiguredError, ScorerError
 
 __all__ = ["Judge", "get_judge", "llm", "set_judge"]
@@ -72,11 +73,9 @@ def llm(prompt: str, **kwargs: Any) -> str:
         raise JudgeNotConfiguredError(NOT_CONFIGURED)
     answer = judge(prompt, **kwargs)
     if not isinstance(answer, str) or not answer.strip():
-        shown = repr(answer)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise ScorerError(
-            f"the judge returned {shown} ({type(answer).__name__}); skynet.llm() needs the "
-            "model's answer as a non-empty string: make the function given to "
-            "metrickit.set_judge return the reply's text (e.g. "
+            f"the judge returned {short_repr(answer, 80)} ({type(answer).__name__}); "
+            "skynet.llm() needs the model's answer as a non-empty string: make the function "
+            "given to metrickit.set_judge return the reply's text (e.g. "
             "reply.choices[0].message.content)")
     return answer
