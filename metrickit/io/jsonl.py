@@ -9,9 +9,10 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -83,32 +84,70 @@ def parse_blocks(
     Each block takes the vectorised path when it can prove it is exact, else the
     line-by-line path (which also produces the error messages): one odd line costs its
     block, not the file. Working block by block also keeps the temporaries a few MB.
+    While numpy checks one block, polars reads the next in a second thread (both release
+    the GIL), so the two halves of :func:`parse_fast` overlap.
     """
     parts: list[Parsed] = []
     problems: list[Problem] = []
     offset = 0
+    # the keys of the blocks read so far, for the schema of the next read; only the
+    # reading thread touches it (a block the exact path parses adds none: a missing key
+    # costs the fast path a second read, never a wrong answer)
     keys: set[str] = set()
-    for index, block in enumerate(blocks):
+
+    def read(item: tuple[int, bytes]) -> tuple[bytes, Parsed | FastRead | None]:
+        index, block = item
         if index == 0 and block.startswith(BOM):
             block = block[len(BOM) :]
-        found: list[Problem] = []
         # A byte-order mark only counts at the start of the file; elsewhere it is part
         # of a (then invalid) line, and the exact path says so.
-        parsed = None
-        if BOM not in block[:3]:
-            parsed = parse_fast(name, block, keys_hint=keys, dense_cells=dense_cells)
+        if BOM in block[:3]:
+            return block, None
+        got = read_fast(name, block, keys, dense_cells)
+        if isinstance(got, FastRead):
+            keys.update(got.frame.columns)
+        return block, got
+
+    for block, got in _read_ahead(read, enumerate(blocks)):
+        parsed = check_fast(got) if isinstance(got, FastRead) else got
+        found: list[Problem] = []
         if parsed is None:
             parsed, found = parse_slow(name, block)
         if offset:
             parsed.lines += offset
             found = [replace(p, line=p.line + offset) for p in found]
         offset += parsed.newlines
-        keys.update(parsed.values)
         parts.append(parsed)
         problems.extend(found)
     if not parts:
         parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
     return parts, problems
+
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+
+def _read_ahead(fn: Callable[[_T], _R], items: Iterable[_T | None]) -> Iterator[_R]:
+    """``fn`` over ``items`` (none of them None) in order, each next one computed in a
+    second thread while the caller works on the one before. A single item runs in the
+    calling thread."""
+    iterator = iter(items)
+    item = next(iterator, None)
+    if item is None:
+        return
+    current = fn(item)
+    item = next(iterator, None)
+    if item is not None:
+        with ThreadPoolExecutor(1, thread_name_prefix="metrickit-read") as pool:
+            while item is not None:
+                future = pool.submit(fn, item)
+                yield current
+                current = future.result()
+                item = next(iterator, None)
+    yield current
 
 
 
@@ -370,6 +409,39 @@ def parse_fast(
     frame readers pass :data:`MAX_FILLED_CELLS`, since their frame (and the exact path's
     block) is dense anyway; streaming aggregation keeps the block's cells sparse.
     """
+    read = read_fast(name, data, keys_hint, dense_cells)
+    return check_fast(read) if isinstance(read, FastRead) else read
+
+
+
+@dataclass
+class FastRead:
+    """A block as polars read it, with what the checks of :func:`check_fast` need from
+    its bytes."""
+
+    name: str
+    body: memoryview
+    buf: npt.NDArray[np.uint8]
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    #: the number of ``\n`` in the block, trailing ones included
+    newlines: int
+    null_rows: npt.NDArray[np.bool_]
+    letters: int
+    has_backslash: bool
+    #: the schema polars read with, and the keys sampled from the first lines
+    keys: list[str]
+    sampled: list[str]
+    payload: bytes
+    frame: pl.DataFrame
+
+
+
+def read_fast(
+    name: str, data: bytes, keys_hint: Iterable[str] = (), dense_cells: int = 0
+) -> Parsed | FastRead | None:
+    """The first half of :func:`parse_fast`: the byte census and polars' read; a
+    :class:`Parsed` for a block of only whitespace, None for the exact path."""
     import polars as pl
 
     end = len(data)
@@ -469,6 +541,22 @@ def parse_fast(
             keys = list(frame.columns)
     except pl.exceptions.PolarsError:
         return None
+    return FastRead(
+        name, body, buf, starts, ends, len(newlines) + trailing_newlines, null_rows,
+        letters, has_backslash, keys, sampled, payload, frame,
+    )
+
+
+
+def check_fast(read: FastRead) -> Parsed | None:
+    """The second half of :func:`parse_fast`: polars' columns checked against the
+    block's bytes, or None for the exact path."""
+    import polars as pl
+
+    name, body, buf, starts, ends = read.name, read.body, read.buf, read.starts, read.ends
+    keys, sampled, frame = read.keys, read.sampled, read.frame
+    letters, null_rows, has_backslash = read.letters, read.null_rows, read.has_backslash
+    n = len(starts)
     if frame.height != n:
         return None
     null_counts: tuple[int, ...] = frame.null_count().row(0)
@@ -532,7 +620,11 @@ def parse_fast(
             else:
                 integral_keys = [key for key, j in column.items() if integral[j]]
                 try:
-                    read_ints = read(integral_keys, pl.Int64, ignore_errors=True)
+                    read_ints = pl.read_ndjson(
+                        read.payload,
+                        schema={key: pl.Int64 for key in integral_keys},
+                        ignore_errors=True,
+                    )
                 except pl.exceptions.PolarsError:
                     return None
                 if read_ints.height != n:
@@ -545,7 +637,7 @@ def parse_fast(
         name,
         np.arange(1, n + 1, dtype=np.int64),
         np.full(n, EMPTY, dtype=np.uint8),
-        newlines=len(newlines) + trailing_newlines,
+        newlines=read.newlines,
     )
     # Views, not copies: the arrays are in Fortran order, so a column is contiguous, and
     # merge_parts copies a block's columns into the frame's arrays all at once.

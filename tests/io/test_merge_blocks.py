@@ -78,3 +78,53 @@ def test_merge_fills_keys_a_part_lacks() -> None:
     assert cols["values"]["y"].tolist() == [0.0, 0.0, 0.0]
     assert np.signbit(cols["values"]["y"]).tolist() == [False, False, True]
     assert cols["kinds"]["y"].tolist() == [MISSING, MISSING, FLOAT]
+
+
+def test_read_ahead_keeps_order_and_reads_in_a_second_thread() -> None:
+    import threading
+
+    from metrickit.io.jsonl import _read_ahead
+
+    threads: list[str] = []
+
+    def square(x: int) -> int:
+        threads.append(threading.current_thread().name)
+        return x * x
+
+    assert list(_read_ahead(square, range(1, 8))) == [x * x for x in range(1, 8)]
+    assert threads[0] == threading.current_thread().name  # the first runs in the caller
+    assert all(name.startswith("metrickit-read") for name in threads[1:])
+    threads.clear()
+    assert list(_read_ahead(square, [3])) == [9] and len(threads) == 1
+    assert list(_read_ahead(square, [])) == []
+
+
+def test_read_ahead_raises_the_readers_error_in_the_caller() -> None:
+    from metrickit.io.jsonl import _read_ahead
+
+    def fail_on_three(x: int) -> int:
+        if x == 3:
+            raise OSError("disk gone")
+        return x
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for value in _read_ahead(fail_on_three, range(1, 6)):
+            got.append(value)
+    assert got == [1, 2]
+
+
+def test_blocks_read_ahead_mix_fast_and_exact_paths_in_order() -> None:
+    # blank lines and a bad line send some blocks to the exact path while the next block
+    # is already read: line numbers, statuses and problems stay those of one pass
+    lines = _sparse_lines(7, rows=2000, keys=8, per_row=3).decode().split("\n")
+    lines[500] = ""
+    lines[1200] = '{"check_001": "x"}'
+    data = "\n".join(lines).encode()
+    parts, problems = parse_blocks("x", split_blocks(data, 8_000), dense_cells=10**7)
+    assert len(parts) > 6
+    want, want_problems = parse_slow("x", data)
+    assert [(p.line, p.key) for p in problems] == [(p.line, p.key) for p in want_problems]
+    assert [p.line for p in problems] == [1201]
+    _, cols = merge_parts(parts)
+    _assert_same(Parsed("x", cols["lines"], cols["status"], cols["values"], cols["kinds"]), want)
