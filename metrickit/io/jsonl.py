@@ -104,7 +104,7 @@ def parse_blocks(
         if BOM in block[:3]:
             return block, None
         got = read_fast(name, block, keys, dense_cells)
-        if isinstance(got, FastRead):
+        if isinstance(got, FastRead) and got.frame is not None:
             keys.update(got.frame.columns)
         return block, got
 
@@ -433,7 +433,8 @@ class FastRead:
     keys: list[str]
     sampled: list[str]
     payload: bytes
-    frame: pl.DataFrame
+    #: polars' columns; :func:`check_fast` takes them (and drops them once copied out)
+    frame: pl.DataFrame | None
 
 
 
@@ -556,8 +557,9 @@ def check_fast(read: FastRead) -> Parsed | None:
     name, body, buf, starts, ends = read.name, read.body, read.buf, read.starts, read.ends
     keys, sampled, frame = read.keys, read.sampled, read.frame
     letters, null_rows, has_backslash = read.letters, read.null_rows, read.has_backslash
+    read.frame = None  # so ``del frame`` below frees it
     n = len(starts)
-    if frame.height != n:
+    if frame is None or frame.height != n:
         return None
     null_counts: tuple[int, ...] = frame.null_count().row(0)
     # a key of an earlier block that this block does not have gets no column here
