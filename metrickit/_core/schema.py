@@ -298,12 +298,17 @@ def _to_polars(keys: list[str], cols: dict[str, Any]) -> pl.DataFrame:
         raw[KIND_PREFIX + key] = cols["kinds"][key]
         enums[KIND_PREFIX + key] = KINDS
 
+    # one Series of categories per Enum, not one per column (~50 us each, 200 keys: 10 ms)
+    categories = {
+        tuple(names): pl.lit(pl.Series(list(names), dtype=pl.Enum(names)))
+        for names in {tuple(names) for names in enums.values()}
+    }
+
     def column(index: int, name: str) -> pl.Expr:
         # by position: pl.col("^a$") would be a regex, and a reward key may look like one
         if name not in enums:
             return pl.nth(index)
-        categories = pl.Series(list(enums[name]), dtype=pl.Enum(enums[name]))
-        return pl.lit(categories).gather(pl.nth(index)).alias(name)
+        return categories[tuple(enums[name])].gather(pl.nth(index)).alias(name)
 
     # a dict keeps an empty-string key as a column name (a list of Series renames it)
     return pl.DataFrame(raw).select([column(i, name) for i, name in enumerate(raw)])

@@ -22,8 +22,8 @@ import numpy as np
 from metrickit._core.harbor_math import GroupAccumulator, HarborAccumulator, parsed_columns
 from metrickit._core.values import INT
 from metrickit.errors import RewardFileError
-from metrickit.io.jsonl import RowBuilder, parse_fast, raise_message, slow_rows
-from metrickit.io.sources import BOM, iter_blocks, iter_sources, split_blocks
+from metrickit.io.jsonl import RowBuilder, fast_blocks, raise_message, slow_rows
+from metrickit.io.sources import iter_blocks, iter_sources, split_blocks
 
 __all__ = ["aggregate_source"]
 
@@ -51,24 +51,13 @@ def aggregate_source(source: Any, metric: str) -> dict[str, Any]:
 def _feed_blocks(group: GroupAccumulator, name: str, blocks: Any) -> list[Any]:
     """Parse and feed every block of one source; the problems (nothing fed after one)."""
     problems: list[Any] = []
-    offset = 0
-    keys: set[str] = set()
-    for index, block in enumerate(blocks):
-        if index == 0 and block.startswith(BOM):
-            block = block[len(BOM) :]
-        parsed = None
-        if BOM not in block[:3]:
-            parsed = parse_fast(name, block, keys_hint=keys)
+    for block, parsed, offset in fast_blocks(name, blocks):
         if parsed is not None:
-            offset += parsed.newlines
-            keys.update(parsed.values)
             if not problems:
                 group.feed(parsed_columns(parsed), parsed.n)
             continue
-        builder, newlines = slow_rows(name, block)
+        builder, _ = slow_rows(name, block)
         problems.extend(replace(p, line=p.line + offset) for p in builder.problems)
-        offset += newlines
-        keys.update(builder.cells)
         if not problems:
             _feed_cells(group, builder)
     return problems

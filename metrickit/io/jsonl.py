@@ -84,15 +84,38 @@ def parse_blocks(
     Each block takes the vectorised path when it can prove it is exact, else the
     line-by-line path (which also produces the error messages): one odd line costs its
     block, not the file. Working block by block also keeps the temporaries a few MB.
-    While numpy checks one block, polars reads the next in a second thread (both release
-    the GIL), so the two halves of :func:`parse_fast` overlap.
     """
     parts: list[Parsed] = []
     problems: list[Problem] = []
-    offset = 0
+    for block, parsed, offset in fast_blocks(name, blocks, dense_cells=dense_cells):
+        found: list[Problem] = []
+        if parsed is None:
+            parsed, found = parse_slow(name, block)
+        if offset:
+            parsed.lines += offset
+            found = [replace(p, line=p.line + offset) for p in found]
+        parts.append(parsed)
+        problems.extend(found)
+    if not parts:
+        parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+    return parts, problems
+
+
+
+def fast_blocks(
+    name: str, blocks: Iterable[bytes], *, dense_cells: int = 0
+) -> Iterator[tuple[bytes, Parsed | None, int]]:
+    """Each block of one source (a byte-order mark at the start of the file removed) with
+    its fast-path parse, or None where the caller must take the exact path, and the number
+    of lines before it (its parsed lines still count from 1).
+
+    While the caller works on one block, a second thread runs the first half of the next
+    one's fast path (:func:`read_fast`: polars' read); both release the GIL, so numpy's
+    checks of one block overlap polars' read of the next.
+    """
     # the keys of the blocks read so far, for the schema of the next read; only the
-    # reading thread touches it (a block the exact path parses adds none: a missing key
-    # costs the fast path a second read, never a wrong answer)
+    # reading thread touches it (a block the exact path parses adds none: a key missing
+    # from the schema costs the fast path a second read, never a wrong answer)
     keys: set[str] = set()
 
     def read(item: tuple[int, bytes]) -> tuple[bytes, Parsed | FastRead | None]:
@@ -108,20 +131,11 @@ def parse_blocks(
             keys.update(got.frame.columns)
         return block, got
 
+    offset = 0
     for block, got in _read_ahead(read, enumerate(blocks)):
         parsed = check_fast(got) if isinstance(got, FastRead) else got
-        found: list[Problem] = []
-        if parsed is None:
-            parsed, found = parse_slow(name, block)
-        if offset:
-            parsed.lines += offset
-            found = [replace(p, line=p.line + offset) for p in found]
-        offset += parsed.newlines
-        parts.append(parsed)
-        problems.extend(found)
-    if not parts:
-        parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
-    return parts, problems
+        yield block, parsed, offset
+        offset += parsed.newlines if parsed is not None else block.count(b"\n")
 
 
 

@@ -453,6 +453,13 @@ def test_blocks_number_lines_across_cuts_and_report_absolute_lines(tmp_path, mon
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(mk.RewardFileError, match=r"r\.jsonl:34: value of 'a' is 'x'"):
         mk.read_rewards(path)
+    with pytest.raises(mk.RewardFileError, match=r"r\.jsonl:34: value of 'a' is 'x'"):
+        mk.aggregate(path)  # streams the blocks: no frame
+    lines[33] = json.dumps({"a": 1})
+    path.write_text("\n".join(lines) + "\n")
+    assert mk.aggregate(path) == mk.aggregate(mk.read_rewards(path))
+    lines[33] = '{"a": "x"}'
+    path.write_text("\n".join(lines) + "\n")
     df, problems = mk.read_rewards(path, errors="report")
     assert [p.line for p in problems] == [34]
     assert len(df) == 39 and df["_line"].tolist() == [*range(1, 6), *range(7, 41)]
