@@ -583,15 +583,17 @@ def check_fast(read: FastRead) -> Parsed | None:
         null_counts = tuple(null_counts[i] for i in kept)
     names: list[str] = frame.columns
     n_keys = len(names)
-    if n_keys:  # polars gives NaN for null
+    if 2 * sum(null_counts) > n * n_keys:  # mostly missing: only the present cells
+        columns = _sparse_columns(frame, null_counts)
+    elif n_keys:  # polars gives NaN for null
         matrix = np.asfortranarray(frame.to_numpy(writable=True), dtype=np.float64)
+        columns = _dense_columns(matrix, sum(null_counts))
     else:
-        matrix = np.zeros((n, 0), dtype=np.float64, order="F")
+        columns = _dense_columns(np.zeros((n, 0), dtype=np.float64, order="F"), 0)
     del frame
-    dense = _dense_columns(matrix, sum(null_counts))
-    if dense is None:
+    if columns is None:
         return None
-    values, kinds, present, ints, largest = dense
+    values, kinds, has_cell, ints, largest = columns
     key_cells = {key: n - nulls for key, nulls in zip(names, null_counts, strict=True)}
     column = {key: j for j, key in enumerate(names)}
     integral: npt.NDArray[np.bool_] = np.logical_or.reduce(ints, axis=0)
@@ -660,10 +662,10 @@ def check_fast(read: FastRead) -> Parsed | None:
     for key, j in column.items():
         parsed.values[key] = values[:, j]
         parsed.kinds[key] = kinds[:, j]
-    if present is None:
+    if has_cell is None:
         parsed.status[:] = OK if names else EMPTY
     else:
-        parsed.status[present.any(axis=1)] = OK
+        parsed.status[has_cell] = OK
     parsed.status[null_rows] = NULL
     return parsed
 
@@ -675,14 +677,18 @@ def _column_groups(rows: int, columns: int) -> list[slice]:
 
 
 
-def _dense_columns(
-    values: npt.NDArray[np.float64], nulls: int
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None,
-           npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
-    """The block's cells as rows x keys arrays (Fortran order: a column is contiguous):
-    ``values`` (0 where missing), kinds (FLOAT where present), ``present`` (None: all
-    present), the present cells with an integral value, and each column's largest
-    magnitude. None when a value is not finite or reaches 2**53.
+#: A block's cells as rows x keys arrays (Fortran order: a column is contiguous): values
+#: (0 where missing), kinds (FLOAT where present), whether each row has a cell (None: every
+#: row has every key), the present cells with an integral value, each column's largest
+#: magnitude.
+_Columns = tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None,
+                 npt.NDArray[np.bool_], npt.NDArray[np.float64]]
+
+
+
+def _dense_columns(values: npt.NDArray[np.float64], nulls: int) -> _Columns | None:
+    """The block's cells as :data:`_Columns`, the missing ones among them NaN; None when a
+    value is not finite or reaches 2**53.
 
     ``values`` comes from polars with NaN for its ``nulls`` null cells: the NaN cells are
     the missing ones, which saves polars a validity frame (a pass and a conversion of its
@@ -724,9 +730,54 @@ def _dense_columns(
         return None
     if present is not None:
         kinds = present.view(np.uint8) * np.uint8(FLOAT)
-    else:
-        kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
-    return values, kinds, present, ints, largest
+        has_cell: npt.NDArray[np.bool_] = np.logical_or.reduce(present, axis=1)
+        return values, kinds, has_cell, ints, largest
+    kinds = np.full((n, width), FLOAT, dtype=np.uint8, order="F")
+    return values, kinds, None, ints, largest
+
+
+
+def _sparse_columns(frame: pl.DataFrame, null_counts: Sequence[int]) -> _Columns | None:
+    """:func:`_dense_columns` for a block whose cells are mostly missing (3 of 200 keys a
+    line, say): polars lists each column's present cells (row numbers and values, on all
+    cores) and numpy scatters them into zeroed arrays, so the missing majority costs no
+    conversion or check of its own."""
+    import polars as pl
+
+    n, width = frame.shape
+    lists = frame.select(
+        pl.concat_list(
+            [pl.nth(j).is_not_null().arg_true().cast(pl.Int64).implode() for j in range(width)]
+        ).alias("rows"),
+        pl.concat_list([pl.nth(j).drop_nulls().implode() for j in range(width)]).alias("values"),
+    )
+    rows = lists.get_column("rows").explode().to_numpy()
+    cells = lists.get_column("values").explode().to_numpy()
+    del lists
+    counts = n - np.asarray(null_counts, dtype=np.int64)
+    if rows.dtype != np.int64 or cells.dtype != np.float64 or len(cells) != int(counts.sum()):
+        return None
+    magnitude = np.abs(cells)
+    # >=, not >: see _dense_columns (NaN and infinities fail the comparison too)
+    if not np.all(magnitude < MAX_EXACT_INT):
+        return None
+    largest = np.zeros(width, dtype=np.float64)
+    some = counts > 0
+    if cells.size:  # column j's cells follow column j - 1's
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        largest[some] = np.maximum.reduceat(magnitude, offsets[some])
+    at = np.repeat(np.arange(width, dtype=np.int64) * n, counts) + rows
+    values = np.zeros(n * width, dtype=np.float64)
+    values[at] = cells
+    kinds = np.zeros(n * width, dtype=np.uint8)
+    kinds[at] = FLOAT
+    ints = np.zeros(n * width, dtype=np.bool_)
+    ints[at] = cells == np.trunc(cells)
+    has_cell = np.zeros(n, dtype=np.bool_)
+    has_cell[rows] = True
+    shape = (n, width)
+    return (values.reshape(shape, order="F"), kinds.reshape(shape, order="F"), has_cell,
+            ints.reshape(shape, order="F"), largest)
 
 
 

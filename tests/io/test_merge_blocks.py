@@ -128,3 +128,50 @@ def test_blocks_read_ahead_mix_fast_and_exact_paths_in_order() -> None:
     assert [p.line for p in problems] == [1201]
     _, cols = merge_parts(parts)
     _assert_same(Parsed("x", cols["lines"], cols["status"], cols["values"], cols["kinds"]), want)
+
+
+def test_mostly_missing_cells_take_the_present_cells_path(monkeypatch) -> None:
+    # 3 of 60 keys a line: the checks work on the present cells alone (no rows x keys
+    # conversion), and give the exact path's answer cell by cell
+    import metrickit.io.jsonl as jsonl
+
+    def no_dense(*args: object) -> None:
+        raise AssertionError("the dense checks ran on a sparse block")
+
+    monkeypatch.setattr(jsonl, "_dense_columns", no_dense)
+    for seed in range(3):
+        data = _sparse_lines(seed, rows=2000, keys=60, per_row=3)
+        fast = parse_fast("x", data, dense_cells=10**7)
+        assert fast is not None
+        want, _ = parse_slow("x", data)
+        _assert_same(fast, want)
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [("9007199254740992", True), ("-9007199254740993", False), ("1e400", False),
+     ("NaN", False), ("Infinity", False), ("-Infinity", False)],
+)
+def test_present_cells_path_leaves_huge_and_non_finite_values_to_the_exact_path(
+    value: str, valid: bool
+) -> None:
+    lines = _sparse_lines(3, rows=500, keys=40, per_row=2).decode().split("\n")
+    lines[250] = '{"check_007": ' + value + "}"
+    data = "\n".join(lines).encode()
+    assert parse_fast("x", data, dense_cells=10**7) is None
+    parts, problems = parse_blocks("x", [data], dense_cells=10**7)
+    if valid:  # 2**53 itself is within Harbor's range: the exact path reads it
+        assert not problems and parts[0].values["check_007"][250] == 2.0**53
+    else:
+        assert [p.line for p in problems] == [251]
+
+
+def test_present_cells_path_keeps_empty_rows_and_the_sign_of_zero() -> None:
+    # rows of {} and null around the present cells, and -0 (the int 0) beside -0.0 (a
+    # float that keeps its sign): statuses, kinds and values as the exact path has them
+    lines = ["{}", "null", '{"a": 1, "b": 2.0}', "{}"] * 50 + ['{"c": -0}', '{"d": -0.0}']
+    data = ("\n".join(lines) + "\n").encode()
+    fast = parse_fast("x", data, dense_cells=10**7)
+    assert fast is not None
+    want, _ = parse_slow("x", data)
+    _assert_same(fast, want)
