@@ -9,10 +9,11 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -109,59 +110,59 @@ def fast_blocks(
     its fast-path parse, or None where the caller must take the exact path, and the number
     of lines before it (its parsed lines still count from 1).
 
-    While the caller works on one block, a second thread runs the first half of the next
-    one's fast path (:func:`read_fast`: polars' read); both release the GIL, so numpy's
-    checks of one block overlap polars' read of the next.
+    The fast path's thirds overlap: while a second thread runs polars' read of one block
+    (:func:`read_fast`), this one prepares the bytes of the next (:func:`prepare_fast`) and
+    then checks the block polars read before (:func:`check_fast`). polars and numpy both
+    release the GIL, so on two cores the numpy work hides behind polars' read. A source of
+    one block runs in the caller's thread alone.
     """
-    # the keys of the blocks read so far, for the schema of the next read; only the
-    # reading thread touches it (a block the exact path parses adds none: a key missing
-    # from the schema costs the fast path a second read, never a wrong answer)
+    # the keys of the blocks polars read so far, for the schema of the next read (a block
+    # the exact path parses adds none: a key missing from the schema costs the fast path a
+    # second read, never a wrong answer)
     keys: set[str] = set()
+    pool: ThreadPoolExecutor | None = None
 
-    def read(item: tuple[int, bytes]) -> tuple[bytes, Parsed | FastRead | None]:
-        index, block = item
-        if index == 0 and block.startswith(BOM):
-            block = block[len(BOM) :]
-        # A byte-order mark only counts at the start of the file; elsewhere it is part
-        # of a (then invalid) line, and the exact path says so.
-        if BOM in block[:3]:
-            return block, None
-        got = read_fast(name, block, keys, dense_cells)
-        if isinstance(got, FastRead) and got.frame is not None:
-            keys.update(got.frame.columns)
-        return block, got
+    def start(got: FastBlock | Parsed | None) -> _Reading:
+        """polars' read of a prepared block, begun in the second thread."""
+        if isinstance(got, FastBlock) and pool is not None:
+            return pool.submit(read_fast, got, set(keys), dense_cells)
+        return got
+
+    def finish(state: _Reading) -> FastRead | Parsed | None:
+        """polars' read of a block, awaited (or done here, for a block not begun)."""
+        if isinstance(state, Future):
+            return state.result()
+        if isinstance(state, FastBlock):
+            return read_fast(state, set(keys), dense_cells)
+        return state
 
     offset = 0
-    for block, got in _read_ahead(read, enumerate(blocks)):
-        parsed = check_fast(got) if isinstance(got, FastRead) else got
-        yield block, parsed, offset
-        offset += parsed.newlines if parsed is not None else block.count(b"\n")
-
-
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
-
-
-
-def _read_ahead(fn: Callable[[_T], _R], items: Iterable[_T | None]) -> Iterator[_R]:
-    """``fn`` over ``items`` (none of them None) in order, each next one computed in a
-    second thread while the caller works on the one before. A single item runs in the
-    calling thread."""
-    iterator = iter(items)
-    item = next(iterator, None)
-    if item is None:
-        return
-    current = fn(item)
-    item = next(iterator, None)
-    if item is not None:
-        with ThreadPoolExecutor(1, thread_name_prefix="metrickit-read") as pool:
-            while item is not None:
-                future = pool.submit(fn, item)
-                yield current
-                current = future.result()
-                item = next(iterator, None)
-    yield current
+    reading: tuple[bytes, _Reading] | None = None  # the block before this one
+    with ExitStack() as stack:
+        for index, raw in enumerate(blocks):
+            block = raw[len(BOM) :] if index == 0 and raw.startswith(BOM) else raw
+            # A byte-order mark only counts at the start of the file; elsewhere it is part
+            # of a (then invalid) line, and the exact path says so.
+            here = None if BOM in block[:3] else prepare_fast(name, block, first=index == 0)
+            if reading is None:
+                reading = (block, here)  # read once it is known whether a block follows
+                continue
+            before, state = reading
+            got = finish(state)
+            if isinstance(got, FastRead) and got.frame is not None:
+                keys.update(got.frame.columns)
+            if pool is None:
+                pool = stack.enter_context(
+                    ThreadPoolExecutor(1, thread_name_prefix="metrickit-read")
+                )
+            reading = (block, start(here))
+            parsed = check_fast(got) if isinstance(got, FastRead) else got
+            yield before, parsed, offset
+            offset += parsed.newlines if parsed is not None else before.count(b"\n")
+        if reading is not None:
+            before, state = reading
+            got = finish(state)
+            yield before, check_fast(got) if isinstance(got, FastRead) else got, offset
 
 
 
@@ -423,15 +424,19 @@ def parse_fast(
     frame readers pass :data:`MAX_FILLED_CELLS`, since their frame (and the exact path's
     block) is dense anyway; streaming aggregation keeps the block's cells sparse.
     """
-    read = read_fast(name, data, keys_hint, dense_cells)
-    return check_fast(read) if isinstance(read, FastRead) else read
+    keys_hint = set(keys_hint)
+    block = prepare_fast(name, data, first=not keys_hint)
+    if not isinstance(block, FastBlock):
+        return block
+    read = read_fast(block, keys_hint, dense_cells)
+    return check_fast(read) if read is not None else None
 
 
 
 @dataclass
-class FastRead:
-    """A block as polars read it, with what the checks of :func:`check_fast` need from
-    its bytes."""
+class FastBlock:
+    """A block's bytes as the fast path's later halves need them: line bounds, counts, and
+    the payload polars reads (null lines overwritten with ``{}``)."""
 
     name: str
     body: memoryview
@@ -440,25 +445,39 @@ class FastRead:
     ends: npt.NDArray[np.int64]
     #: the number of ``\n`` in the block, trailing ones included
     newlines: int
-    null_rows: npt.NDArray[np.bool_]
+    colons: int
     letters: int
+    null_rows: npt.NDArray[np.bool_]
     has_backslash: bool
-    #: the schema polars read with, and the keys sampled from the first lines
-    keys: list[str]
+    #: the keys of the first lines
     sampled: list[str]
     payload: bytes
+
+
+
+@dataclass
+class FastRead:
+    """A block as polars read it (see :func:`read_fast`)."""
+
+    block: FastBlock
+    #: the schema polars read with
+    keys: list[str]
     #: polars' columns; :func:`check_fast` takes them (and drops them once copied out)
     frame: pl.DataFrame | None
 
 
 
-def read_fast(
-    name: str, data: bytes, keys_hint: Iterable[str] = (), dense_cells: int = 0
-) -> Parsed | FastRead | None:
-    """The first half of :func:`parse_fast`: the byte census and polars' read; a
-    :class:`Parsed` for a block of only whitespace, None for the exact path."""
-    import polars as pl
+#: A block on its way through :func:`fast_blocks`: polars reading it in the second thread,
+#: prepared and waiting, or already done (whitespace only; None for the exact path).
+_Reading = Future[FastRead | None] | FastBlock | Parsed | None
 
+
+
+def prepare_fast(name: str, data: bytes, *, first: bool = True) -> Parsed | FastBlock | None:
+    """The first third of :func:`parse_fast`, bytes only: where the lines are, the ``null``
+    lines overwritten, the keys of the first lines (more of them in the ``first`` block of a
+    source, which has no keys of earlier blocks to go by). A :class:`Parsed` for a block of
+    only whitespace, None for the exact path."""
     end = len(data)
     while end and data[end - 1] in _JSON_WS:
         end -= 1
@@ -481,8 +500,8 @@ def read_fast(
     lengths = ends - starts
     if int(lengths.max()) > LONG_LINE:
         return None
-    first = buf[np.minimum(starts, len(buf) - 1)]
-    if np.any(lengths == 0) or np.any((first == 32) | (first == 9) | (first == 13)):
+    head = buf[np.minimum(starts, len(buf) - 1)]
+    if np.any(lengths == 0) or np.any((head == 32) | (head == 9) | (head == 13)):
         return None  # blank or indented lines: the exact path numbers them
     n = len(starts)
     has_backslash = data.find(b"\\", 0, end) >= 0
@@ -490,14 +509,12 @@ def read_fast(
         return None
     # the whole block: so it knows where the sample is cut; after the first block the keys
     # of the blocks before it are known, and a key they lack costs one schema inference
-    keys_hint = set(keys_hint)
-    if keys_hint:
-        sampled = _sample_keys(body, _SAMPLE_LINES // 10)
-    else:  # the first block: a key missing from the sample costs a second read
+    if first:  # a key missing from the sample costs a second read
         sampled = _sample_keys(body, 10 * _SAMPLE_LINES, 1 << 18)
+    else:
+        sampled = _sample_keys(body, _SAMPLE_LINES // 10)
     if sampled is None:
         return None
-    keys = sorted(set(sampled).union(keys_hint))
     candidates = np.flatnonzero(lengths == 4)
     null_rows = np.zeros(n, dtype=np.bool_)
     payload: bytes = data
@@ -520,6 +537,24 @@ def read_fast(
             out[at + 2] = out[at + 3] = ord(" ")
             payload = bytes(copy)
             del copy, out
+    return FastBlock(
+        name, body, buf, starts, ends, len(newlines) + trailing_newlines, colons, letters,
+        null_rows, has_backslash, sampled, payload,
+    )
+
+
+
+def read_fast(
+    block: FastBlock, keys_hint: Iterable[str] = (), dense_cells: int = 0
+) -> FastRead | None:
+    """The second third of :func:`parse_fast`: polars reads the block with the keys sampled
+    and ``keys_hint`` as its schema (and again for keys the sample missed); None for the
+    exact path."""
+    import polars as pl
+
+    n, colons, payload = len(block.starts), block.colons, block.payload
+    keys = sorted(set(block.sampled).union(keys_hint))
+
     # Dense columns only when the block is about as dense as its cells: a block whose keys
     # are sparse (one distinct key per line, say) keeps its cells in the exact path instead
     # of a rows x keys frame.
@@ -532,34 +567,31 @@ def read_fast(
     if too_sparse(len(keys)):
         return None
 
-    def read(columns: list[str], dtype: Any, ignore_errors: bool = False) -> pl.DataFrame:
-        schema = {k: dtype for k in columns} or {"\x00": pl.Float64}
-        return pl.read_ndjson(payload, schema=schema, ignore_errors=ignore_errors)
+    def read(columns: list[str]) -> pl.DataFrame:
+        schema = {k: pl.Float64 for k in columns} or {"\x00": pl.Float64}
+        return pl.read_ndjson(payload, schema=schema)
 
     def cells(frame: pl.DataFrame) -> int:
         return frame.height * frame.width - sum(frame.null_count().row(0))
 
     try:
-        frame = read(keys, pl.Float64)
+        frame = read(keys)
         if cells(frame) != colons:
             # A key the sample did not show (or a duplicate, or a null value): json reads
             # the rows with more ":" than cells for their keys, unless they are many (keys
             # that change from line to line: the exact path keeps such a block sparse).
-            unseen = _unseen_keys(buf, starts, ends, frame, n // 4 + 1000)
+            unseen = _unseen_keys(block.buf, block.starts, block.ends, frame, n // 4 + 1000)
             new = sorted(unseen.difference(keys)) if unseen is not None else []
             if not new or too_sparse(len(keys) + len(new)):
                 return None
-            more = read(new, pl.Float64)  # only the new columns: the others are read
+            more = read(new)  # only the new columns: the others are read
             if more.height != frame.height or cells(frame) + cells(more) != colons:
                 return None
             frame = pl.concat([frame, more], how="horizontal")
             keys = list(frame.columns)
     except pl.exceptions.PolarsError:
         return None
-    return FastRead(
-        name, body, buf, starts, ends, len(newlines) + trailing_newlines, null_rows,
-        letters, has_backslash, keys, sampled, payload, frame,
-    )
+    return FastRead(block, keys, frame)
 
 
 
@@ -568,9 +600,10 @@ def check_fast(read: FastRead) -> Parsed | None:
     block's bytes, or None for the exact path."""
     import polars as pl
 
-    name, body, buf, starts, ends = read.name, read.body, read.buf, read.starts, read.ends
-    keys, sampled, frame = read.keys, read.sampled, read.frame
-    letters, null_rows, has_backslash = read.letters, read.null_rows, read.has_backslash
+    block, keys, frame = read.block, read.keys, read.frame
+    name, body, buf, starts, ends = block.name, block.body, block.buf, block.starts, block.ends
+    letters, null_rows, sampled = block.letters, block.null_rows, block.sampled
+    has_backslash = block.has_backslash
     read.frame = None  # so ``del frame`` below frees it
     n = len(starts)
     if frame is None or frame.height != n:
@@ -639,7 +672,7 @@ def check_fast(read: FastRead) -> Parsed | None:
                 integral_keys = [key for key, j in column.items() if integral[j]]
                 try:
                     read_ints = pl.read_ndjson(
-                        read.payload,
+                        block.payload,
                         schema={key: pl.Int64 for key in integral_keys},
                         ignore_errors=True,
                     )
@@ -655,7 +688,7 @@ def check_fast(read: FastRead) -> Parsed | None:
         name,
         np.arange(1, n + 1, dtype=np.int64),
         np.full(n, EMPTY, dtype=np.uint8),
-        newlines=read.newlines,
+        newlines=block.newlines,
     )
     # Views, not copies: the arrays are in Fortran order, so a column is contiguous, and
     # merge_parts copies a block's columns into the frame's arrays all at once.

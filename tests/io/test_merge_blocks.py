@@ -80,38 +80,54 @@ def test_merge_fills_keys_a_part_lacks() -> None:
     assert cols["kinds"]["y"].tolist() == [MISSING, MISSING, FLOAT]
 
 
-def test_read_ahead_keeps_order_and_reads_in_a_second_thread() -> None:
+def test_polars_reads_the_next_block_in_a_second_thread(monkeypatch) -> None:
     import threading
 
-    from metrickit.io.jsonl import _read_ahead
+    import metrickit.io.jsonl as jsonl
 
     threads: list[str] = []
+    read_fast = jsonl.read_fast
 
-    def square(x: int) -> int:
+    def recording(*args: object, **kwargs: object) -> object:
         threads.append(threading.current_thread().name)
-        return x * x
+        return read_fast(*args, **kwargs)  # type: ignore[arg-type]
 
-    assert list(_read_ahead(square, range(1, 8))) == [x * x for x in range(1, 8)]
-    assert threads[0] == threading.current_thread().name  # the first runs in the caller
+    monkeypatch.setattr(jsonl, "read_fast", recording)
+    data = _sparse_lines(5, rows=3000, keys=6, per_row=3)
+    blocks = list(split_blocks(data, 20_000))
+    assert len(blocks) > 3
+    got = list(jsonl.fast_blocks("x", blocks, dense_cells=10**7))
+    assert [block for block, _, _ in got] == blocks  # in order
+    assert all(parsed is not None for _, parsed, _ in got)
+    # the first block is read before it is known whether another follows; the rest are
+    # read in the second thread while the caller's thread checks the block before
+    assert threads[0] == threading.current_thread().name
     assert all(name.startswith("metrickit-read") for name in threads[1:])
+    assert len(threads) == len(blocks)
     threads.clear()
-    assert list(_read_ahead(square, [3])) == [9] and len(threads) == 1
-    assert list(_read_ahead(square, [])) == []
+    (only,) = jsonl.fast_blocks("x", [blocks[0]], dense_cells=10**7)
+    assert only[1] is not None and threads == [threading.current_thread().name]
 
 
-def test_read_ahead_raises_the_readers_error_in_the_caller() -> None:
-    from metrickit.io.jsonl import _read_ahead
+def test_an_error_in_the_reading_thread_reaches_the_caller(monkeypatch) -> None:
+    import metrickit.io.jsonl as jsonl
 
-    def fail_on_three(x: int) -> int:
-        if x == 3:
-            raise OSError("disk gone")
-        return x
+    calls = []
+    read_fast = jsonl.read_fast
 
-    got = []
-    with pytest.raises(OSError, match="disk gone"):
-        for value in _read_ahead(fail_on_three, range(1, 6)):
-            got.append(value)
-    assert got == [1, 2]
+    def failing(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError("no room for block 3")
+        return read_fast(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jsonl, "read_fast", failing)
+    blocks = list(split_blocks(_sparse_lines(6, rows=3000, keys=6, per_row=3), 20_000))
+    seen = []
+    with pytest.raises(MemoryError, match="block 3"):
+        for block, _, _ in jsonl.fast_blocks("x", blocks, dense_cells=10**7):
+            seen.append(block)
+    assert seen == blocks[:2]
 
 
 def test_blocks_read_ahead_mix_fast_and_exact_paths_in_order() -> None:
