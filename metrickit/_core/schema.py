@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 Backend = Literal["pandas", "polars"]
 
 #: The frame readers refuse input whose frame would hold more zero-filled cells (rows x
-#: keys minus the cells in the data) than this: many distinct keys on few rows.
-#: ``metrickit.aggregate(path)`` and ``metrickit aggregate`` still answer, in memory that
-#: grows with the data.
+#: keys minus the cells in the data) than this, when they also outnumber the cells in the
+#: data :data:`MAX_FILL_RATIO` to one: many distinct keys on few rows, a frame far larger
+#: than its file. A long file with a rare key (48 million rows, one key on the last rows
+#: only) is not refused: its frame grows with the file. ``metrickit.aggregate(path)`` and
+#: ``metrickit aggregate`` answer either way, in memory that grows with the data.
 MAX_FILLED_CELLS = 20_000_000
+MAX_FILL_RATIO = 16
 
 
 
@@ -109,15 +112,18 @@ def _drop(part: Parsed) -> None:
 
 
 def check_filled(source: str, rows: int, keys: int, cells: int) -> None:
-    """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells."""
+    """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells that also
+    outnumber its ``cells`` from the data :data:`MAX_FILL_RATIO` to one."""
     filled = rows * keys - cells
-    if filled > MAX_FILLED_CELLS:
+    if filled > MAX_FILLED_CELLS and filled > MAX_FILL_RATIO * cells:
         raise RewardFileError(
             f"{source}: {rows:,} rows x {keys:,} reward keys would make a frame of "
-            f"{rows * keys:,} cells, {filled:,} of them zero-filled (the frame readers stop "
-            f"at {MAX_FILLED_CELLS:,} zero-filled cells: metrickit.io.rewards.MAX_FILLED_CELLS); "
-            "use metrickit.aggregate(path) or `metrickit aggregate`, which aggregate key by "
-            "key in memory that grows with the data"
+            f"{rows * keys:,} cells, {filled:,} of them zero-filled for {cells:,} cells in the "
+            f"data (the frame readers stop at {MAX_FILLED_CELLS:,} zero-filled cells that "
+            f"outnumber the data's {MAX_FILL_RATIO} to one: "
+            "metrickit._core.schema.MAX_FILLED_CELLS and MAX_FILL_RATIO); use "
+            "metrickit.aggregate(path) or `metrickit aggregate`, which aggregate key by key "
+            "in memory that grows with the data"
         )
 
 

@@ -210,3 +210,28 @@ def test_aggregate_path_memory_grows_with_the_data(tmp_path):
         assert mk.aggregate(path) == want  # still answers
     finally:
         schema.MAX_FILLED_CELLS = old
+
+
+def test_a_long_file_with_a_rare_key_is_not_refused(tmp_path, monkeypatch):
+    # Many zero-filled cells are no reason to refuse when the frame stays the file's size:
+    # 3,000 rows, a key only on the last 10 (the 2 GB benchmark file has one after 47
+    # million rows). 1,500 distinct keys on 1,500 rows still are refused.
+    from metrickit._core import schema
+    from metrickit.errors import RewardFileError
+    from metrickit.io import sources
+
+    monkeypatch.setattr(schema, "MAX_FILLED_CELLS", 1_000)
+    monkeypatch.setattr(sources, "BLOCK_BYTES", 8_000)  # many blocks: the merged frame is checked
+    rows = [{"a": i % 2, "b": 0.5} for i in range(2990)] + [{"a": 1, "late": 1}] * 10
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    for backend in ("pandas", "polars"):
+        df = mk.read_rewards(path, backend=backend)
+        assert len(df) == 3000 and float(df["late"].sum()) == 10.0
+    monkeypatch.setattr(schema, "MAX_FILL_RATIO", 0)  # the old rule: any 1,000 filled cells
+    with pytest.raises(RewardFileError, match="zero-filled"):
+        mk.read_rewards(path)
+    monkeypatch.setattr(schema, "MAX_FILL_RATIO", 16)
+    sparse = "\n".join(json.dumps({f"k{i}": 1}) for i in range(1500)) + "\n"
+    with pytest.raises(RewardFileError, match=r"1,500 rows x 1,500 reward keys .* 16 to one"):
+        mk.read_rewards(sparse)
