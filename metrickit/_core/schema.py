@@ -111,13 +111,14 @@ def _drop(part: Parsed) -> None:
 
 
 
-def check_filled(source: str, rows: int, keys: int, cells: int) -> None:
+def check_filled(source: str, rows: int, keys: int, cells: int, where: str = "") -> None:
     """Refuse a frame of more than :data:`MAX_FILLED_CELLS` zero-filled cells that also
-    outnumber its ``cells`` from the data :data:`MAX_FILL_RATIO` to one."""
+    outnumber its ``cells`` from the data :data:`MAX_FILL_RATIO` to one (``where``: the
+    part of ``source`` they come from, when not all of it)."""
     filled = rows * keys - cells
     if filled > MAX_FILLED_CELLS and filled > MAX_FILL_RATIO * cells:
         raise RewardFileError(
-            f"{source}: {rows:,} rows x {keys:,} reward keys would make a frame of "
+            f"{source}: {where}{rows:,} rows x {keys:,} reward keys would make a frame of "
             f"{rows * keys:,} cells, {filled:,} of them zero-filled for {cells:,} cells in the "
             f"data (the frame readers stop at {MAX_FILLED_CELLS:,} zero-filled cells that "
             f"outnumber the data's {MAX_FILL_RATIO} to one: "

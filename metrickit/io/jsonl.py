@@ -91,7 +91,11 @@ def parse_blocks(
     for block, parsed, offset in fast_blocks(name, blocks, dense_cells=dense_cells):
         found: list[Problem] = []
         if parsed is None:
-            parsed, found = parse_slow(name, block)
+            # A block read line by line is built densely, so it is checked on its own:
+            # the message says it is one block, not the whole source.
+            last = offset + block.count(b"\n") + (not block.endswith(b"\n"))
+            where = f"lines {offset + 1:,}-{last:,} (one block): "
+            parsed, found = parse_slow(name, block, where)
         if offset:
             parsed.lines += offset
             found = [replace(p, line=p.line + offset) for p in found]
@@ -159,6 +163,7 @@ def fast_blocks(
             parsed = check_fast(got) if isinstance(got, FastRead) else got
             yield before, parsed, offset
             offset += parsed.newlines if parsed is not None else before.count(b"\n")
+            del before, got, parsed  # the caller is done with them: free them before the next
         if reading is not None:
             before, state = reading
             got = finish(state)
@@ -265,9 +270,12 @@ class RowBuilder:
         for key, cell in checked.items():
             self.cells.setdefault(key, {})[row] = cell
 
-    def build(self) -> Parsed:
+    def build(self, where: str = "") -> Parsed:
+        """The rows as dense columns; refused first if they would be mostly zero-filled
+        (``where`` names the part of the source they are, when they are not all of it)."""
         n = len(self.lines)
-        check_filled(self.source, n, len(self.cells), sum(len(c) for c in self.cells.values()))
+        check_filled(self.source, n, len(self.cells), sum(len(c) for c in self.cells.values()),
+                     where)
         parsed = Parsed(
             self.source,
             np.asarray(self.lines, dtype=np.int64),
@@ -288,9 +296,9 @@ class RowBuilder:
 
 
 
-def parse_slow(name: str, data: bytes) -> tuple[Parsed, list[Problem]]:
+def parse_slow(name: str, data: bytes, where: str = "") -> tuple[Parsed, list[Problem]]:
     builder, newlines = slow_rows(name, data)
-    parsed = builder.build()
+    parsed = builder.build(where)
     parsed.newlines = newlines
     return parsed, builder.problems
 

@@ -235,3 +235,22 @@ def test_a_long_file_with_a_rare_key_is_not_refused(tmp_path, monkeypatch):
     sparse = "\n".join(json.dumps({f"k{i}": 1}) for i in range(1500)) + "\n"
     with pytest.raises(RewardFileError, match=r"1,500 rows x 1,500 reward keys .* 16 to one"):
         mk.read_rewards(sparse)
+
+
+def test_a_block_refused_on_its_own_says_which_lines_it_holds(tmp_path, monkeypatch):
+    # A block read line by line is built densely, so it is checked before it is built;
+    # the refusal names the block's lines, not numbers that read as the whole file's.
+    from metrickit._core import schema
+    from metrickit.errors import RewardFileError
+    from metrickit.io import sources
+
+    monkeypatch.setattr(schema, "MAX_FILLED_CELLS", 2_000)
+    monkeypatch.setattr(sources, "BLOCK_BYTES", 1 << 14)
+    dense = ("{" + ", ".join(f'"k{i}": 1' for i in range(100)) + "}\n") * 200
+    sparse = [f'{{"k{i % 100}": 1}}\n' for i in range(2000)]
+    sparse[1000] = "\n" + sparse[1000]  # a blank line sends its block to the exact path
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(dense + "".join(sparse))
+    with pytest.raises(RewardFileError, match=r"mixed\.jsonl: lines [\d,]+-[\d,]+ \(one block\)"):
+        mk.read_rewards(path)
+    assert mk.aggregate(path)["k0"] > 0  # aggregate(path) builds no frame and answers
