@@ -88,6 +88,20 @@ def parse_blocks(
     """
     parts: list[Parsed] = []
     problems: list[Problem] = []
+    for parsed, found in iter_parsed(name, blocks, dense_cells=dense_cells):
+        parts.append(parsed)
+        problems.extend(found)
+    if not parts:
+        parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+    return parts, problems
+
+
+
+def iter_parsed(
+    name: str, blocks: Iterable[bytes], *, dense_cells: int = 0
+) -> Iterator[tuple[Parsed, list[Problem]]]:
+    """Each block of one source parsed, fast path or exact, with its problems; lines
+    numbered across the blocks."""
     for block, parsed, offset in fast_blocks(name, blocks, dense_cells=dense_cells):
         found: list[Problem] = []
         if parsed is None:
@@ -99,11 +113,7 @@ def parse_blocks(
         if offset:
             parsed.lines += offset
             found = [replace(p, line=p.line + offset) for p in found]
-        parts.append(parsed)
-        problems.extend(found)
-    if not parts:
-        parts.append(Parsed(name, np.zeros(0, np.int64), np.zeros(0, np.uint8)))
-    return parts, problems
+        yield parsed, found
 
 
 
@@ -125,12 +135,6 @@ def fast_blocks(
     # second read, never a wrong answer)
     keys: set[str] = set()
     pool: ThreadPoolExecutor | None = None
-
-    def start(got: FastBlock | Parsed | None) -> _Reading:
-        """polars' read of a prepared block, begun in the second thread."""
-        if isinstance(got, FastBlock) and pool is not None:
-            return pool.submit(read_fast, got, set(keys), dense_cells)
-        return got
 
     def finish(state: _Reading) -> FastRead | Parsed | None:
         """polars' read of a block, awaited (or done here, for a block not begun)."""
@@ -159,7 +163,10 @@ def fast_blocks(
                 pool = stack.enter_context(
                     ThreadPoolExecutor(1, thread_name_prefix="metrickit-read")
                 )
-            reading = (block, start(here))
+            if isinstance(here, FastBlock):  # polars reads it in the second thread
+                reading = (block, pool.submit(read_fast, here, set(keys), dense_cells))
+            else:
+                reading = (block, here)
             parsed = check_fast(got) if isinstance(got, FastRead) else got
             yield before, parsed, offset
             offset += parsed.newlines if parsed is not None else before.count(b"\n")

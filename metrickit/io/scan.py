@@ -37,7 +37,7 @@ from metrickit._core.schema import (
     reward_frame,
 )
 from metrickit.errors import Problem, RewardFileError
-from metrickit.io.jsonl import fast_blocks, parse_bytes, parse_slow, raise_message
+from metrickit.io.jsonl import iter_parsed, parse_bytes, parse_slow, raise_message
 from metrickit.io.sources import BOM, expand_paths, iter_blocks
 
 if TYPE_CHECKING:
@@ -169,19 +169,12 @@ class ScanSpec:
 
     def parsed(self) -> Iterator[Parsed]:
         """Every piece of every file, strictly parsed, lines numbered per file, in order
-        (polars reads the next piece in a second thread: see :func:`fast_blocks`)."""
+        (polars reads the next piece in a second thread: see
+        :func:`metrickit.io.jsonl.fast_blocks`)."""
         for path in self.paths:
-            name = str(path)
-            for data, parsed, offset in fast_blocks(name, iter_blocks(path, self.chunk_bytes)):
-                problems: list[Problem] = []
-                if parsed is None:
-                    parsed, problems = parse_slow(name, data)
+            for parsed, problems in iter_parsed(str(path), iter_blocks(path, self.chunk_bytes)):
                 if problems:
-                    raise RewardFileError(
-                        raise_message([replace(p, line=p.line + offset) for p in problems])
-                    )
-                if offset:
-                    parsed.lines = parsed.lines + offset
+                    raise RewardFileError(raise_message(problems))
                 yield parsed
 
     def keys(self) -> list[str]:
