@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -254,6 +255,77 @@ Policy = Literal["0.25", "0.26"]
 
 
 
+POLICIES = ("0.25", "0.26")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The trials that count, and what was left out and why (:func:`counted_trials`)."""
+
+    frame: Any
+    n_running: int
+    n_left_out: int
+    policy: str
+
+    def notes(self) -> list[str]:
+        """The sentences every output shows about trials that do not count."""
+        out = []
+        if self.n_running:
+            out.append(f"{self.n_running:,} running trial(s) not counted (no result yet)")
+        if self.n_left_out:
+            out.append(
+                f"{self.n_left_out:,} finished trial(s) without a valid reward left out "
+                f"(policy {self.policy}: Harbor 0.26 leaves them out)"
+            )
+        return out
+
+
+def counted_trials(trials: Any, *, policy: Policy = "0.25") -> Counted:
+    """The one rule for which trials count, used by every analysis.
+
+    A running trial never counts (it has no result yet). A finished trial without a valid
+    reward counts as 0 under ``policy="0.25"`` (Harbor 0.25's mean: its reward columns are
+    zero-filled) and is left out under ``"0.26"``. A reward key that a trial's whole
+    evaluation never has is NA in that trial's rows, never 0: each analysis leaves such
+    rows out of that key (and says so). Rows of ``errors="report"`` (``_status ==
+    "invalid"``) are refused: they hold no trial. A frame without ``_status`` (a reward
+    frame, a plain table) counts whole.
+
+    Returns a :class:`Counted` with the native frame of the rows that count.
+    """
+    import narwhals as nw
+
+    if policy not in POLICIES:
+        raise ValueError(
+            f"policy={policy!r}; expected '0.25' (a trial without a valid reward counts as 0) "
+            "or '0.26' (it is left out)"
+        )
+    nf = nw.from_native(trials, eager_only=True)
+    if "_status" not in nf.columns:
+        return Counted(trials, 0, 0, policy)
+    status = nf.get_column("_status")
+    categories = _categories(status)
+    codes = category_codes(status, ("running", "invalid"))
+    if "invalid" in categories and (codes == 1).any():
+        raise AggregationError(
+            f"the trial table has invalid rows ({int((codes == 1).sum())}, from "
+            "errors='report'; they hold no trial): drop them explicitly "
+            "(trials[trials['_status'] != 'invalid']) before computing statistics"
+        )
+    running = codes == 0
+    keep = ~running
+    left_out = np.zeros(len(keep), dtype=bool)
+    if policy == "0.26" and "reward_valid" in nf.columns:
+        valid = nf.get_column("reward_valid").fill_null(False).to_numpy().astype(bool)
+        left_out = keep & ~valid
+        keep = keep & valid
+    if keep.all():
+        return Counted(trials, 0, 0, policy)
+    mask = nw.new_series("keep", keep, nw.Boolean, backend=nw.get_native_namespace(nf))
+    return Counted(nf.filter(mask).to_native(), int(running.sum()), int(left_out.sum()),
+                   policy)
+
+
 def rows_for_policy(trials: Any, policy: Policy) -> Any:
     """The rows Harbor's job metrics see under ``policy``, as a native frame."""
     import narwhals as nw
@@ -269,13 +341,7 @@ def rows_for_policy(trials: Any, policy: Policy) -> Any:
             raise HarborJobError(
                 f"the frame has no {col!r} column; expected a trial table from read_harbor_job"
             )
-    status = nf.get_column("_status").cast(nw.String)
-    if (status == "invalid").any():
-        raise HarborJobError(
-            "the trial table has invalid rows (from errors='report'); drop them explicitly "
-            "(trials[trials['_status'] != 'invalid']) before computing job metrics"
-        )
-    keep = status != "running"
-    if policy == "0.26":
-        keep = keep & nf.get_column("reward_valid")
-    return nf.filter(keep).to_native()
+    try:
+        return counted_trials(trials, policy=policy).frame
+    except AggregationError as exc:
+        raise HarborJobError(str(exc).replace("statistics", "job metrics")) from None

@@ -367,6 +367,8 @@ def trials_pandas(
             data[name] = np.asarray(col, dtype=np.int64)
         else:
             data[name] = pandas_strings(col)
+    for name in extra_columns(columns):
+        data[name] = pandas_strings(list(columns[name]))
     return pd.DataFrame(data)
 
 
@@ -408,7 +410,14 @@ def trials_polars(
             series[name] = pl.Series(name, col, dtype=pl.Datetime("us", "UTC"))
         else:
             series[name] = _polars_strings(name, col, columns["trial_dir"])
+    for name in extra_columns(columns):
+        series[name] = pl.Series(name, list(columns[name]), dtype=pl.String)
     return pl.DataFrame(series)
+
+
+def extra_columns(columns: dict[str, Any]) -> list[str]:
+    """The ``kwarg_<name>`` text columns of a trial table (one per agent kwarg), sorted."""
+    return sorted(c for c in columns if c.startswith("kwarg_"))
 
 
 
@@ -429,8 +438,17 @@ def _polars_strings(name: str, col: list[Any], folders: list[Any]) -> Any:
     return pl.Series(name, col, dtype=pl.String)
 
 
+#: Who ran what. ``run``: the run a trial came from; ``candidate``: the label of its
+#: recorded configuration (``metrickit._core.identity``); ``job``: Harbor's job name (the
+#: run's own name elsewhere); ``eval``: Harbor's ``agent__model__dataset`` key; ``agent``
+#: to ``dataset_version``: the configuration (``dataset``: what it was evaluated on);
+#: ``harness_version``: the evaluation tool's version; ``source``: where the task ids come
+#: from (a task is ``(source, task_name)``; usually the dataset, an lm-eval subtask);
+#: ``task_group``: a category of tasks where the source records one.
 LEADING_COLUMNS = (
-    "job", "eval", "agent", "agent_version", "model", "model_provider", "source",
+    "run", "candidate", "job", "eval", "agent", "agent_version", "model", "model_provider",
+    "variant", "agent_kwargs", "dataset", "dataset_version", "harness_version", "source",
+    "task_group",
     "task_name", "trial_name", "attempt", "_status", "has_reward", "reward_valid",
 )
 
