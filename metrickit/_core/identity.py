@@ -137,8 +137,8 @@ def candidate_labels(
                     value = k[at[part]]
                     labels[k].append(f"{part}={NOT_SET if value is None else value}")
                 else:
-                    value = kwargs[k].get(part)
-                    labels[k].append(f"{part}={NOT_SET if part not in kwargs[k] else kwarg_text(value)}")
+                    shown = kwarg_text(kwargs[k][part]) if part in kwargs[k] else NOT_SET
+                    labels[k].append(f"{part}={shown}")
     return {k: SEP.join(v) for k, v in labels.items()}
 
 

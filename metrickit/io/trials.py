@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.identity import KWARG_PREFIX, assign_candidates
 from metrickit._core.schema import (
     KIND_PREFIX,
     LEADING_COLUMNS,
@@ -159,15 +160,31 @@ def trial_table(
         values["reward"] = np.zeros(n, dtype=np.float64)
         kinds["reward"] = np.zeros(n, dtype=np.uint8)
     added = {*META, *TAIL}
-    clash = [k for k in keys if k in added or k.startswith(KIND_PREFIX)]
+    clash = [k for k in keys if k in added or k.startswith((KIND_PREFIX, KWARG_PREFIX))]
     if clash:
         raise error(
             f"reward key {clash[0]!r} (in {origin}) clashes with a column of the trial table; "
             "rename the key at its source (the verifier's reward, the score or metric)"
         )
-    _missing_per_evaluation(list(columns["eval"]), values, kinds)
-    return _frame({c: list(v) for c, v in columns.items()}, status, keys, values, kinds,
-                  backend)
+    columns = {c: list(v) for c, v in columns.items()}
+    fill_runs(columns, origin)
+    assign_candidates(columns)
+    # Harbor aggregates each evaluation of each run on its own keys
+    _missing_per_evaluation(list(zip(columns["run"], columns["eval"], strict=True)),
+                            values, kinds)
+    return _frame(columns, status, keys, values, kinds, backend)
+
+
+def fill_runs(columns: dict[str, list[Any]], origin: str) -> None:
+    """A row without a ``run`` belongs to its ``job``, else to its source file
+    (``trial_dir``), else to ``origin`` (the one table it came from); a row without a
+    ``dataset`` was evaluated on its ``source``."""
+    runs, datasets = columns["run"], columns["dataset"]
+    for i, run in enumerate(runs):
+        if run is None:
+            runs[i] = columns["job"][i] or columns["trial_dir"][i] or origin
+        if datasets[i] is None:  # the tasks' source is the dataset unless a reader says so
+            datasets[i] = columns["source"][i]
 
 
 def _missing_per_evaluation(

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from metrickit._core.identity import (
     CONFIG_COLUMNS,
     assign_candidates,
-    canonical_kwargs,
     candidate_summary,
+    canonical_kwargs,
     pooling_notes,
     with_candidates,
 )
