@@ -195,8 +195,8 @@ def main() -> None:
     if "mix" in by_shape:
         _print_methods(*by_shape["mix"])
     print()
-    print(f"per shape: seconds (best of {args.rounds} x {args.repeat}), ratio = polars-with-schema s / "
-          "metrickit s, peak = RSS growth of one call / file size")
+    print(f"per shape: seconds (best of {args.rounds} x {args.repeat}), ratio = "
+          "polars-with-schema s / metrickit s, peak = RSS growth of one call / file size")
     print(f"{'shape':<10}{'lines':>10}{'MB':>7}{'polars s':>10}{'mk s':>8}{'ratio':>7}"
           f"{'peak':>7}{'mk-pl s':>9}{'ratio':>7}{'peak':>7}{'pl peak':>8}")
     for shape, (lines, size_mb, r) in by_shape.items():

@@ -29,6 +29,8 @@ Scenarios:
   truly best one (at least 93 %), and the share that wrongly holds the 0.50 one.
 * ``power``: min_detectable_difference's claim checked: at the difference it returns,
   the paired t test over tasks should reject about 80 % of the time.
+* ``gate``: the regression gate's two errors at alpha 0.05: a regression called on equal
+  candidates, and a pass called when the candidate is worse by exactly the margin.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Row:
     @property
     def verdict(self) -> str:
         """``yes`` (within bounds), ``flagged`` (short, and the output says so), or ``NO``."""
-        if self.scenario == "compare_runs":
+        if self.scenario in ("compare_runs", "gate"):
             return "yes" if self.observed <= 0.06 else "NO"
         if self.nominal == 0.0:  # a share that should be rare
             return "yes" if self.observed <= 0.05 else "NO"
@@ -221,8 +223,40 @@ def power(reps: int, seed: int = 7) -> Iterator[Row]:
         )
 
 
+def gate(reps: int, seed: int = 9) -> Iterator[Row]:
+    """The regression gate's two errors, each at most alpha (0.05): calling a regression
+    when the candidate equals the baseline, and calling a pass when the candidate is
+    worse by exactly the margin (the boundary of non-inferiority). Task rates are
+    uniform (every difficulty equally likely); the candidate's rates are the baseline's
+    minus the shift, with baseline rates drawn in [shift, 1] so no rate is clipped."""
+    from metrickit.compute.gate import score_bounds
+
+    alpha = 0.05
+    for n_tasks in (10, 30, 100):
+        for attempts in (1, 3):
+            for margin in (0.02, 0.05):
+                for case, shift in (("equal: regression", 0.0), ("at the margin: pass", margin)):
+                    rng = np.random.default_rng([seed, n_tasks, attempts, int(margin * 100),
+                                                 int(shift * 100)])
+                    wrong = 0
+                    for _ in range(reps):
+                        base = rng.uniform(shift, 1, n_tasks)
+                        cand = base - shift
+                        a = (rng.random((n_tasks, attempts)) < base[:, None]).mean(axis=1)
+                        b = (rng.random((n_tasks, attempts)) < cand[:, None]).mean(axis=1)
+                        low, high = score_bounds(b - a, alpha)
+                        if shift == 0.0:
+                            wrong += high < -margin
+                        else:
+                            wrong += low > -margin
+                    yield Row(
+                        "gate", f"{case}, tasks={n_tasks} att={attempts} margin={margin}",
+                        "score-t", alpha, wrong / reps, reps, 0.0,
+                    )
+
+
 SCENARIOS = (bernoulli, tasks, tasks_continuous, lognormal, compare_runs_null, ties, best,
-             power)
+             power, gate)
 
 
 def run(reps: int) -> list[Row]:

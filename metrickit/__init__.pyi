@@ -46,6 +46,7 @@ from metrickit.errors import (
     ScorerError as ScorerError,
     SpecError as SpecError,
     StatsError as StatsError,
+    StoreError as StoreError,
     TrialSourceError as TrialSourceError,
 )
 from metrickit.io.harbor import (
@@ -61,6 +62,13 @@ from metrickit.compute.metrics import (
     pass_rate as pass_rate,
     quantile as quantile,
     weighted as weighted,
+)
+from metrickit.compute.gate import (
+    GateResult as GateResult,
+    gate as gate,
+)
+from metrickit.compute.store import (
+    RunStore as RunStore,
 )
 from metrickit.compute.passk import (
     PassAtK as PassAtK,
@@ -81,6 +89,9 @@ from metrickit.io.tidy import (
 )
 from metrickit.io.rewards import (
     read_rewards as read_rewards,
+)
+from metrickit.io.registry import (
+    load as load,
 )
 from metrickit.io.scan import (
     scan_rewards as scan_rewards,

@@ -13,6 +13,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 from metrickit.errors import MetrickitError
 
@@ -50,7 +51,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 def _summarize(args: argparse.Namespace) -> int:
     from metrickit.reporting.summary import summarize_path
 
-    print(summarize_path(args.path))
+    print(summarize_path(args.paths))
     return 0
 
 
@@ -145,6 +146,108 @@ def _reward_spec(path: Path) -> object:
     return RewardSpec.from_dict(spec)
 
 
+#: exit codes of ``metrickit gate`` (argparse itself exits 2 on bad arguments)
+GATE_BAD_INPUT = 2
+
+
+@_command("gate")
+def _gate(args: argparse.Namespace) -> int:
+    from metrickit.compute.gate import gate
+
+    values = args.value or ["reward"]
+    margins = args.margin or [0.02]
+    if len(margins) not in (1, len(values)):
+        raise _BadInput(
+            f"{len(margins)} --margin for {len(values)} --value: give one margin for all "
+            "values, or one per value in the same order"
+        )
+    margin = dict(zip(values, margins * len(values) if len(margins) == 1 else margins,
+                      strict=False))
+    direction: dict[str, Literal["higher", "lower"]] = {}
+    for name in args.lower_is_better or []:
+        direction[name] = "lower"
+    for name in args.higher_is_better or []:
+        direction[name] = "higher"
+    if args.store is not None:
+        from metrickit.compute.store import RunStore
+
+        store = RunStore(args.store)
+        base_run, cand_run = store.resolve(args.baseline), store.resolve(args.candidate)
+        baseline, candidate = store.trials(base_run), store.trials(cand_run)
+        names = (f"run {base_run}", f"run {cand_run}")
+    else:
+        from metrickit.io.registry import load
+
+        baseline, candidate = load(Path(args.baseline)), load(Path(args.candidate))
+        names = (args.baseline, args.candidate)
+    picks = args.select or []
+    if len(picks) > 2:
+        raise _BadInput("--select is given once (for both sides) or twice (baseline, candidate)")
+    if picks:
+        baseline = _pick(baseline, picks[0], "baseline")
+        candidate = _pick(candidate, picks[-1], "candidate")
+        names = (f"{names[0]} · {picks[0]}", f"{names[1]} · {picks[-1]}")
+    try:
+        result = gate(baseline, candidate, value=values, margin=margin,
+                      direction=direction or None, alpha=args.alpha, policy=args.policy)
+    except MetrickitError as exc:
+        raise _BadInput(str(exc)) from None
+    from dataclasses import replace
+
+    result = replace(result, baseline=names[0], candidate=names[1])
+    text = result.to_markdown()
+    print(text, end="")
+    if args.markdown is not None:
+        args.markdown.write_text(text, encoding="utf-8")
+    if args.json is not None:
+        args.json.write_text(result.to_json() + "\n", encoding="utf-8")
+    return result.exit_code
+
+
+def _pick(trials: Any, label: str, side: str) -> Any:
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    have = list(dict.fromkeys(nf.get_column("candidate").to_list()))
+    if label not in have:
+        raise _BadInput(f"--select {label!r}: the {side} has no such candidate; it has {have}")
+    return nf.filter(nw.col("candidate") == label).to_native()
+
+
+class _BadInput(MetrickitError):
+    """Input the gate cannot decide on: exit 2, not 1 (which means a regression)."""
+
+
+@_command("store")
+def _store(args: argparse.Namespace) -> int:
+    from metrickit.compute.store import RunStore
+
+    store = RunStore(args.store)
+    if args.action == "add":
+        from metrickit.io.registry import load
+
+        trials = load(args.paths)
+        added = store.add(trials)
+        held = sorted(set(map(str, trials["run"])) - set(added))
+        for run in added:
+            print(f"added {run}")
+        for run in held:
+            print(f"unchanged {run} (in the store already)")
+        return 0
+    runs = store.runs()
+    if not len(runs):
+        print(f"{args.store}: no runs yet (metrickit store add PATH... --store {args.store})")
+        return 0
+    for row in runs.itertuples(index=False):
+        when = row.started_at if row.started_at is not None and row.started_at == \
+            row.started_at else row.added_at
+        names = ", ".join(row.candidates[:3]) + (
+            f" (+{len(row.candidates) - 3})" if len(row.candidates) > 3 else "")
+        print(f"{row.run}  {str(when)[:19]}  {row.n_trials:,} trials  {row.n_tasks:,} tasks  "
+              f"{names}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrickit", description="Load, aggregate and summarise evaluation rewards."
@@ -179,9 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     summ = sub.add_parser(
         "summarize",
-        help="print a readable summary of a reward file or Harbor job folder",
+        help="print a readable summary of reward files, jobs, logs, runs or trial tables",
+        description="Print a summary of reward JSONL files (one per file), or of trial "
+        "sources read together (Harbor jobs, Inspect AI logs, lm-evaluation-harness output, "
+        "Terminal-Bench runs, saved trial tables) per evaluation.",
     )
-    summ.add_argument("path", type=Path, help="reward .jsonl(.gz) file or Harbor job folder")
+    summ.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH",
+        help="reward .jsonl(.gz) file(s), or Harbor job folder(s) or a folder of jobs, "
+        "Inspect AI logs, lm-evaluation-harness output, Terminal-Bench runs, trial tables "
+        "(.csv, .parquet, ...); the format is told from each path's own layout",
+    )
 
     new = sub.add_parser(
         "new-metric",
@@ -242,6 +353,52 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
     )
 
+    gate = sub.add_parser(
+        "gate",
+        help="exit 0 pass, 1 regression, 3 inconclusive: a candidate against a baseline",
+        description="Pair a candidate with a baseline on the tasks both ran and decide with a "
+        "margin: pass (exit 0) when it is shown no worse than the margin, regression (exit 1) "
+        "when shown worse by more, inconclusive (exit 3) when neither can be shown; 2 on bad "
+        "input. Prints a Markdown summary for a pull-request comment.",
+    )
+    gate.add_argument("baseline", help="baseline: any path metrickit load reads, or a run of "
+                      "--store (an id, 'latest' or 'previous')")
+    gate.add_argument("candidate", help="candidate: as BASELINE")
+    gate.add_argument("--value", action="append", metavar="NAME",
+                      help="value to gate on (repeat for several; default reward)")
+    gate.add_argument("--margin", action="append", type=float, metavar="M",
+                      help="how much worse is a regression, in the value's units (one for all "
+                      "values, or one per --value in order; default 0.02)")
+    gate.add_argument("--alpha", type=float, default=0.05,
+                      help="level of each one-sided decision (default 0.05)")
+    gate.add_argument("--lower-is-better", action="append", metavar="NAME",
+                      help="a value where less is better (cost, time and token columns are "
+                      "by default)")
+    gate.add_argument("--higher-is-better", action="append", metavar="NAME",
+                      help="a value where more is better (the default for others)")
+    gate.add_argument("--policy", choices=["0.25", "0.26"], default="0.25",
+                      help="trials without a valid reward: 0.25 count as 0 (default), 0.26 "
+                      "left out")
+    gate.add_argument("--store", type=Path, help="a run store (metrickit store); BASELINE and "
+                      "CANDIDATE are then run ids")
+    gate.add_argument("--select", action="append", metavar="CANDIDATE",
+                      help="the candidate to compare when a side holds several (once for both "
+                      "sides, or twice: baseline then candidate)")
+    gate.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    gate.add_argument("--markdown", type=Path, metavar="FILE",
+                      help="also write the Markdown summary to FILE")
+
+    store = sub.add_parser(
+        "store", help="keep runs in a DuckDB run store: add and list",
+        description="Add runs (any path metrickit load reads) to a run store, or list them. "
+        "Adding a run again changes nothing; a changed run under a stored id is refused.",
+    )
+    store.add_argument("action", choices=["add", "list"])
+    store.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="add: jobs, logs, runs or trial tables to add")
+    store.add_argument("--store", type=Path, default=Path("runs.duckdb"),
+                       help="the store file (default runs.duckdb)")
+
     from metrickit.reporting.arguments import add_report_arguments
 
     add_report_arguments(sub.add_parser(
@@ -259,11 +416,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.command == "store" and args.action == "add" and not args.paths:
+        parser.error("store add needs at least one PATH")
     try:
         return _COMMANDS[args.command](args)
     except MetrickitError as exc:
         print(f"metrickit {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return GATE_BAD_INPUT if args.command == "gate" else 1
     except OSError as exc:
         print(f"metrickit {args.command}: error: {exc}", file=sys.stderr)
         return 1

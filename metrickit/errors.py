@@ -86,6 +86,11 @@ class StatsError(MetrickitError, ValueError):
     that does not exist, a pass@k ``k`` that is not a positive integer, ...)."""
 
 
+class StoreError(MetrickitError, RuntimeError):
+    """A run store that cannot be opened or written (locked by another process past the
+    wait, a changed run under an id it already holds, a file that is not a store)."""
+
+
 class MetrickitWarning(UserWarning):
     """Base class of every warning metrickit emits."""
 

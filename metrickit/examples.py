@@ -41,12 +41,9 @@ _DATASETS: dict[str, tuple[str, str]] = {
                            "trial table (read_terminal_bench) of a Terminal-Bench 1 run"),
 }
 
-_TRIAL_READERS = {
-    "harbor_jobs": ("metrickit.io.harbor", "read_harbor_job"),
-    "inspect_logs": ("metrickit.io.inspect_logs", "read_inspect_log"),
-    "lm_eval_output": ("metrickit.io.lm_eval_samples", "read_lm_eval_samples"),
-    "terminal_bench_run": ("metrickit.io.terminal_bench", "read_terminal_bench"),
-}
+#: the data sets that are case tables (one row per case): read as JSON lines, not a format
+#: :func:`metrickit.load` knows
+_CASE_TABLES = ("tickets", "extraction")
 
 
 def root() -> Path:
@@ -98,16 +95,10 @@ def load(name: str, *, backend: Literal["pandas", "polars"] = "pandas") -> Any:
     if name not in _DATASETS:
         raise FileNotFoundError(f"no example data set {name!r}; expected one of {names()}")
     target = path(name)
-    if name in _TRIAL_READERS:
-        import importlib
+    if name not in _CASE_TABLES:  # a trial source or reward files: the reader registry
+        from metrickit.io.registry import load as load_path
 
-        module, reader = _TRIAL_READERS[name]
-        return getattr(importlib.import_module(module), reader)(target, backend=backend)
-    if target.is_dir() or name in ("sample_3000", "single_dim", "multi_dim", "missing_dims"):
-        from metrickit.io.rewards import read_rewards
-
-        source = str(target / "*.jsonl") if target.is_dir() else target
-        return read_rewards(source, backend=backend)
+        return load_path(target, backend=backend)
     import pandas as pd
 
     frame = pd.read_json(target, lines=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.frame import Policy
 from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
@@ -95,30 +96,91 @@ def _human(value: float, unit: str) -> str:
     return f"{shown(value)[()]:.3g} {shown.label.split('(')[-1].rstrip(')')}"
 
 
+def _columns(
+    nf: Any, accuracy: str, latency: str | None, cost: str | None
+) -> tuple[str, str | None, str | None]:
+    """The accuracy, latency and cost columns, ``"auto"`` resolved.
+
+    ``accuracy="auto"``: ``accuracy`` when the frame has it, else the trial table's only
+    reward key. ``latency="auto"``: ``latency_ms``, else a trial table's ``total_ms``;
+    ``cost="auto"``: ``cost_usd``; either is None (not measured) when absent or empty.
+    """
+    import narwhals as nw
+
+    from metrickit._core.frame import reward_keys
+    from metrickit._core.values import KIND_PREFIX
+
+    columns = list(nf.columns)
+    if accuracy == "auto":
+        if "accuracy" in columns:
+            accuracy = "accuracy"
+        else:
+            keys = [k for k in reward_keys(nf.to_native())
+                    if KIND_PREFIX + k not in columns
+                    or (nf.get_column(KIND_PREFIX + k).cast(nw.String) != "missing").any()]
+            if len(keys) != 1:
+                raise MetrickitError(
+                    "tune_spec: the frame has no 'accuracy' column and "
+                    + (f"{len(keys)} reward columns {keys}" if keys else "no reward column")
+                    + f"; pass accuracy= naming the one to score (columns are {columns})"
+                )
+            accuracy = keys[0]
+
+    def measured(name: str) -> bool:
+        if name not in columns:
+            return False
+        values = nf.get_column(name).cast(nw.Float64).to_numpy()
+        return bool(np.isfinite(values).any())
+
+    if latency == "auto":
+        latency = next((c for c in ("latency_ms", "total_ms") if measured(c)), None)
+    if cost == "auto":
+        cost = "cost_usd" if measured("cost_usd") else None
+    return accuracy, latency, cost
+
+
 class _TunerData:
     """The case table as arrays, once: candidate codes, task codes, the three measured
     columns, per-candidate means and the draws that decide ties."""
 
     def __init__(
         self, frame: Any, *, by: str, accuracy: str, latency: str | None, cost: str | None,
-        cluster: str | None,
+        cluster: str | None, policy: Policy = "0.25",
     ) -> None:
         import narwhals as nw
         import pandas as pd
 
+        from metrickit._core.frame import counted_trials
         from metrickit.reporting.plots import short_labels
 
         nf = nw.from_native(frame, eager_only=True)
-        missing = [c for c in (by, accuracy, latency, cost) if c and c not in nf.columns]
+        if by not in nf.columns:
+            hint = (" (metrickit's trial readers fill it; for a table of your own pass by= "
+                    "naming the column that tells the candidates apart)"
+                    if by == "candidate" else "")
+            raise MetrickitError(
+                f"tune_spec: by={by!r} is not a column of the frame{hint}; columns are "
+                f"{list(nf.columns)}"
+            )
+        accuracy, latency, cost = _columns(nf, accuracy, latency, cost)
+        missing = [c for c in (accuracy, latency, cost) if c and c not in nf.columns]
         if missing:
             raise MetrickitError(
                 f"tune_spec: column {missing[0]!r} is not in the frame; columns are "
                 f"{list(nf.columns)} (pass by=, accuracy=, latency=, cost=)"
             )
+        self.accuracy, self.latency, self.cost_column = accuracy, latency, cost
+        # The trials that count (running ones never do) are the cases.
+        counted = counted_trials(frame, policy=policy)
+        self.left_out = counted.notes()
+        frame = counted.frame
+        nf = nw.from_native(frame, eager_only=True)
         if len(nf) == 0:
             raise MetrickitError(
-                "tune_spec: the frame has no rows; it needs one row per case with a "
-                f"{by!r} column and the accuracy, latency and cost columns"
+                "tune_spec: the frame has no rows" + (
+                    f" that count ({'; '.join(self.left_out)})" if self.left_out else "")
+                + f"; it needs one row per case with a {by!r} column and the accuracy, "
+                "latency and cost columns"
             )
         # A case whose accuracy is missing (NA: the key is absent from its evaluation)
         # cannot be scored; it is left out and the message says so, never scored as 0.
@@ -137,6 +199,7 @@ class _TunerData:
                 f"; no {accuracy!r} at all for {', '.join(gone)}" if gone else "")
             nf = nf[np.flatnonzero(scored)]
             frame = nf.to_native()
+        self.note = "; ".join([*self.left_out, *([self.note] if self.note else [])])
         labels = pd.Series(nf.get_column(by).to_numpy(), dtype=object)
         self.codes, groups = group_codes(labels, by)
         self.groups = [str(g) for g in groups]
@@ -284,16 +347,18 @@ class SpecTuner:
         spec: Mapping[str, Any] | RewardSpec | None = None,
         *,
         by: str = "candidate",
-        accuracy: str = "accuracy",
-        latency: str | None = "latency_ms",
-        cost: str | None = "cost_usd",
+        accuracy: str = "auto",
+        latency: str | None = "auto",
+        cost: str | None = "auto",
         cluster: str | None = "auto",
+        policy: Policy = "0.25",
         debounce_ms: float = 60,
     ) -> None:
         self.frame = frame
-        self.by, self.columns = by, (accuracy, latency, cost)
         self.data = _TunerData(frame, by=by, accuracy=accuracy, latency=latency, cost=cost,
-                               cluster=cluster)
+                               cluster=cluster, policy=policy)
+        self.by = by
+        self.columns = (self.data.accuracy, self.data.latency, self.data.cost_column)
         self.groups, self.cluster = self.data.groups, self.data.cluster
         start, self._notes = _starting_spec(spec, self.data)
         self._spec = start
@@ -770,10 +835,11 @@ def tune_spec(
     spec: Mapping[str, Any] | RewardSpec | None = None,
     *,
     by: str = "candidate",
-    accuracy: str = "accuracy",
-    latency: str | None = "latency_ms",
-    cost: str | None = "cost_usd",
+    accuracy: str = "auto",
+    latency: str | None = "auto",
+    cost: str | None = "auto",
     cluster: str | None = "auto",
+    policy: Policy = "0.25",
     debounce_ms: float = 60,
 ) -> SpecTuner:
     """Sliders for a REWARD_SPEC over a table of candidates, with plots that follow.
@@ -784,17 +850,33 @@ def tune_spec(
         One row per case: a ``by`` column naming the candidate, an accuracy column
         (a score in [0, 1], or an error when the spec has ``accuracy.reference``), and
         measured latency (ms) and cost (USD) columns (NaN where not measured: that part
-        scores 0, as the service does).
+        scores 0, as the service does). A trial table from any metrickit reader works as
+        it is: each trial that counts is a case.
     spec
         Starting REWARD_SPEC (dict or :class:`RewardSpec`). By default the weights of the
         example in ``docs/contracts.md`` (section 3) with speed and cost references taken
         from the data: the median over candidates of their mean latency and cost (two
         significant digits), so the speed and cost parts separate the candidates whether
         they take 300 ms or 20 minutes. The UI and the literal say where each came from.
+    by
+        The candidate column: ``"candidate"`` (default; every trial reader fills it). A
+        frame without it is refused with a message naming ``by=`` and the columns.
+    accuracy, latency, cost
+        The measured columns. ``"auto"`` (default): ``accuracy`` when the frame has it,
+        else a trial table's only reward key; ``latency_ms``, else a trial table's
+        ``total_ms``; ``cost_usd``. A latency or cost column that is absent or holds no
+        value is not measured (None: that part scores 0). A case whose accuracy is NA (the
+        key is absent from its evaluation) is left out and the message says so.
     cluster
         The task (case) column: the reward intervals cluster by it and ties come from
         resampling it. ``"auto"`` takes ``case_id``, ``task_name``, ``task``, ... when
         present; None treats rows as independent.
+    policy
+        Which trials count (:func:`metrickit._core.frame.counted_trials`): ``"0.25"``
+        (default) a finished trial without a valid reward counts as 0, ``"0.26"`` it is
+        left out. Running trials never count; the message under the verdict says how
+        many were left out. Ties are decided by paired comparisons on the tasks both
+        candidates ran (:func:`metrickit.compute.ranking.pairwise_tests`).
     debounce_ms
         Slider events closer together than this are coalesced while dragging.
 
@@ -810,5 +892,5 @@ def tune_spec(
     """
     return SpecTuner(
         frame, spec, by=by, accuracy=accuracy, latency=latency, cost=cost, cluster=cluster,
-        debounce_ms=debounce_ms,
+        policy=policy, debounce_ms=debounce_ms,
     )

@@ -50,3 +50,61 @@ def test_summarize(data_dir):
     assert "rows missing a key: 2" in proc.stdout
     assert "correctness" in proc.stdout and "0.2500" in proc.stdout
 
+
+
+def _saved_tables(data_dir, tmp_path):
+    """Two jobs' trial tables saved as CSV, as a user saves them to share."""
+    import metrickit as mk
+
+    paths = []
+    for job in ("2025-06-02__10-00-00", "2025-06-03__14-30-00"):
+        trials = mk.read_harbor_job(data_dir / "harbor_jobs" / job, progress=False)
+        paths.append(tmp_path / f"{job}.csv")
+        trials.to_csv(paths[-1], index=False)
+    return paths
+
+
+def test_summarize_several_paths(data_dir, tmp_path):
+    a, b = _saved_tables(data_dir, tmp_path)
+    proc = run("summarize", str(a), str(b))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"trial table {a} {b}: 44 trial(s)")
+    assert "terminus-2__claude-sonnet-4-5__terminal-bench-mini" in proc.stdout
+    assert "codex__gpt-5__webapp-tasks" in proc.stdout
+    jobs = [str(data_dir / "harbor_jobs" / j) for j in ("2025-06-02__10-00-00",
+                                                       "2025-06-03__14-30-00")]
+    proc = run("summarize", *jobs)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Harbor job {' '.join(jobs)}: 44 trial(s)")
+    rewards = [str(data_dir / "rewards" / f) for f in ("single_dim.jsonl", "multi_dim.jsonl")]
+    proc = run("summarize", *rewards)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(rewards[0]) and f"\n\n{rewards[1]}\n" in proc.stdout
+    proc = run("summarize", rewards[0], jobs[0])  # a reward frame and a trial table: refused
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "load them separately" in proc.stderr
+
+
+def test_report_two_saved_tables(data_dir, tmp_path):
+    a, b = _saved_tables(data_dir, tmp_path)
+    out = tmp_path / "x.html"
+    proc = run("report", str(a), str(b), "-o", str(out))  # was an AttributeError traceback
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert "gpt-5" in page and "claude-sonnet-4-5" in page  # both jobs' candidates
+
+
+def test_a_path_of_no_format_is_one_error_per_format(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    for command in (["summarize"], ["report", "-o", str(tmp_path / "x.html")]):
+        proc = run(*command, str(tmp_path / "notes.txt"))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        lines = proc.stderr.splitlines()
+        assert lines[0].endswith(f"{tmp_path / 'notes.txt'}: not a source metrickit reads; "
+                                 "it is not")
+        assert len(lines) == 7 and all(line.startswith("  - ") for line in lines[1:])
+    rewards = tmp_path / "r.jsonl"
+    rewards.write_text('{"reward": 1}\n')
+    proc = run("report", str(rewards), "-o", str(tmp_path / "y.html"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "reward JSONL" in proc.stderr and "not a trial source the report can rank" in proc.stderr

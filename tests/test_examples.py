@@ -147,7 +147,7 @@ def test_bench_job_reproduces_harbor_metrics_and_pass_at_k():
     trials = mk.read_harbor_job(BENCH)
     stored = json.loads((BENCH / "result.json").read_text())["stats"]["evals"]
     assert mk.aggregate(trials, by="eval") == {k: v["metrics"][0] for k, v in stored.items()}
-    assert mk.pass_at_k(trials).harbor == {
+    assert mk.pass_at_k(trials, by="eval").harbor == {
         k: {int(n): p for n, p in v["pass_at_k"].items()} for k, v in stored.items()}
 
 

@@ -363,11 +363,13 @@ def test_soak_score_cases_10000(record_property: Any) -> None:
         return i / n, {"feedback": "ok", "scores": {"half": i / (2 * n)}}
 
     cases = [{"case_id": i, "input": {"i": i, "pad": "p" * 200}, "output": i} for i in range(n)]
-    before = {t.ident for t in threading.enumerate()}
+    # thread objects, not idents: an ident is reused once its thread ends, so a thread of an
+    # earlier test that ends during this one could hide a scorer thread
+    before = set(threading.enumerate())
     try:
         scored = mk.score_cases(score, cases, timeout=1.0, workers=20, progress=False)
         abandoned = [t for t in threading.enumerate()
-                     if t.ident not in before and t.name == "metrickit-scorer" and t.is_alive()]
+                     if t not in before and t.name == "metrickit-scorer" and t.is_alive()]
     finally:
         release.set()
     for thread in abandoned:

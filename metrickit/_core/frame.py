@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -177,21 +177,9 @@ def _kind_codes(series: Any) -> npt.NDArray[np.uint8]:
 
 
 def finished_trials(frame: Any) -> Any:
-    """``frame`` without the rows of Harbor trials that are still running."""
-    import narwhals as nw
-
-    nf = nw.from_native(frame, eager_only=True)
-    if "_status" not in nf.columns:
-        return frame
-    status = nf.get_column("_status")
-    if "running" not in _categories(status):
-        return frame  # e.g. every frame from read_rewards: nothing to filter
-    # Compare category codes, not strings: casting a million categoricals costs ~0.1 s.
-    running = category_codes(status, ("running",)) == 0
-    if not running.any():
-        return frame
-    keep = nw.new_series("keep", ~running, nw.Boolean, backend=nw.get_native_namespace(nf))
-    return nf.filter(keep).to_native()
+    """``frame`` without the rows of trials that are still running: the rows
+    :func:`counted_trials` counts under Harbor 0.25's policy (a thin alias of it)."""
+    return counted_trials(frame).frame
 
 
 
@@ -256,16 +244,35 @@ Policy = Literal["0.25", "0.26"]
 
 
 POLICIES = ("0.25", "0.26")
+# ``_status`` codes of a trial table (the reward statuses, then ``running``).
+_TRIAL_STATUSES = (*STATUSES, "running")
+_RUNNING = len(STATUSES)
 
 
 @dataclass(frozen=True)
 class Counted:
-    """The trials that count, and what was left out and why (:func:`counted_trials`)."""
+    """The trials that count, and what was left out and why (:func:`counted_trials`).
+
+    Attributes
+    ----------
+    frame
+        The native frame of the rows that count (the input itself when every row does).
+    n_running, n_left_out
+        Running trials (never counted) and, under ``policy="0.26"``, finished trials left
+        out for want of a valid reward.
+    policy
+        The policy applied.
+    keep, running
+        Boolean arrays over the input's rows (None when every row counts): the rows kept,
+        and the running rows among those left out.
+    """
 
     frame: Any
     n_running: int
     n_left_out: int
     policy: str
+    keep: Any = field(default=None, repr=False, compare=False)
+    running: Any = field(default=None, repr=False, compare=False)
 
     def notes(self) -> list[str]:
         """The sentences every output shows about trials that do not count."""
@@ -287,11 +294,39 @@ def counted_trials(trials: Any, *, policy: Policy = "0.25") -> Counted:
     reward counts as 0 under ``policy="0.25"`` (Harbor 0.25's mean: its reward columns are
     zero-filled) and is left out under ``"0.26"``. A reward key that a trial's whole
     evaluation never has is NA in that trial's rows, never 0: each analysis leaves such
-    rows out of that key (and says so). Rows of ``errors="report"`` (``_status ==
-    "invalid"``) are refused: they hold no trial. A frame without ``_status`` (a reward
-    frame, a plain table) counts whole.
+    rows out of that key (and says so; :func:`na_rows`). Rows of ``errors="report"``
+    (``_status == "invalid"``) are refused: they hold no trial. A frame without ``_status``
+    (a plain table) counts whole.
 
-    Returns a :class:`Counted` with the native frame of the rows that count.
+    Parameters
+    ----------
+    trials
+        A trial table or reward frame (pandas or polars, eager).
+    policy
+        ``"0.25"`` (default) or ``"0.26"``.
+
+    Returns
+    -------
+    Counted
+        ``.frame`` (the native frame of the rows that count) and ``.notes()``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``policy``.
+    AggregationError
+        The frame has invalid rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"_status": ["ok", "null", "running"],
+    ...                   "reward_valid": [True, False, False], "reward": [1.0, 0.0, None]})
+    >>> c = counted_trials(t)
+    >>> len(c.frame), c.notes()
+    (2, ['1 running trial(s) not counted (no result yet)'])
+    >>> len(counted_trials(t, policy="0.26").frame)
+    1
     """
     import narwhals as nw
 
@@ -305,17 +340,26 @@ def counted_trials(trials: Any, *, policy: Policy = "0.25") -> Counted:
         return Counted(trials, 0, 0, policy)
     status = nf.get_column("_status")
     categories = _categories(status)
-    codes = category_codes(status, ("running", "invalid"))
-    if "invalid" in categories and (codes == 1).any():
+    with_valid = policy == "0.26" and "reward_valid" in nf.columns
+    if "running" not in categories and "invalid" not in categories and not with_valid:
+        return Counted(trials, 0, 0, policy)  # nothing to look at: no pass over the rows
+    # Category codes, not strings: casting a million categoricals costs ~0.1 s.
+    codes = category_codes(status, _TRIAL_STATUSES)
+    invalid = codes == INVALID
+    if invalid.any():
+        lines = (
+            f" (lines {nf.get_column('_line').to_numpy()[invalid][:5].tolist()}...)"
+            if "_line" in nf.columns else ""
+        )
         raise AggregationError(
-            f"the trial table has invalid rows ({int((codes == 1).sum())}, from "
-            "errors='report'; they hold no trial): drop them explicitly "
+            f"the table has {int(invalid.sum()):,} invalid row(s){lines} from errors='report' "
+            "(they hold no trial or reward): drop them explicitly "
             "(trials[trials['_status'] != 'invalid']) before computing statistics"
         )
-    running = codes == 0
+    running = codes == _RUNNING
     keep = ~running
     left_out = np.zeros(len(keep), dtype=bool)
-    if policy == "0.26" and "reward_valid" in nf.columns:
+    if with_valid:
         valid = nf.get_column("reward_valid").fill_null(False).to_numpy().astype(bool)
         left_out = keep & ~valid
         keep = keep & valid
@@ -323,7 +367,65 @@ def counted_trials(trials: Any, *, policy: Policy = "0.25") -> Counted:
         return Counted(trials, 0, 0, policy)
     mask = nw.new_series("keep", keep, nw.Boolean, backend=nw.get_native_namespace(nf))
     return Counted(nf.filter(mask).to_native(), int(running.sum()), int(left_out.sum()),
-                   policy)
+                   policy, keep, running)
+
+
+def running_rows(trials: Any) -> npt.NDArray[np.bool_]:
+    """A boolean array: True for the rows of trials that are still running."""
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    if "_status" not in nf.columns:
+        return np.zeros(len(nf), dtype=bool)
+    status = nf.get_column("_status")
+    if "running" not in _categories(status):
+        return np.zeros(len(nf), dtype=bool)
+    return np.asarray(category_codes(status, _TRIAL_STATUSES) == _RUNNING)
+
+
+def ungrouped_running(trials: Any, by: str | Sequence[str]) -> npt.NDArray[np.bool_]:
+    """Running trials whose group is not known yet: a null ``by`` value, or (in a trial
+    table) a null ``eval``.
+
+    Harbor creates a trial folder before it writes the trial's ``config.json``; until then
+    the trial is running with no recorded configuration (its ``candidate`` is only the
+    run's name). It never counts, so it forms no group of its own.
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(trials, eager_only=True)
+    running = running_rows(trials)
+    if not running.any():
+        return running
+    by_cols = [by] if isinstance(by, str) else list(by)
+    cols = [c for c in by_cols if c in nf.columns] + (["eval"] if "eval" in nf.columns else [])
+    unknown = np.zeros(len(nf), dtype=bool)
+    for col in dict.fromkeys(cols):
+        unknown |= nf.get_column(col).is_null().to_numpy().astype(bool)
+    return running & unknown
+
+
+def na_rows(frame: Any, keys: Sequence[str] | None = None) -> dict[str, npt.NDArray[np.bool_]]:
+    """The NA cells of each reward key that has any (a key absent from a trial's whole
+    evaluation: NaN in pandas, null in polars, ``_kind_<key> == "missing"``).
+
+    Only frames with ``_kind_<key>`` companions have NA cells; elsewhere a null is a
+    missing value that Harbor fills with 0. ``keys`` default: the frame's reward keys.
+    """
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    out: dict[str, npt.NDArray[np.bool_]] = {}
+    for key in reward_keys(frame) if keys is None else keys:
+        if key not in nf.columns or KIND_PREFIX + key not in nf.columns:
+            continue
+        column = nf.get_column(key)
+        mask = column.is_null().to_numpy().astype(bool)
+        if column.dtype.is_float():
+            mask |= np.isnan(column.to_numpy().astype(np.float64, copy=False))
+        if mask.any():
+            out[key] = mask
+    return out
 
 
 def rows_for_policy(trials: Any, policy: Policy) -> Any:

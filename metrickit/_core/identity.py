@@ -208,17 +208,26 @@ def with_candidates(frame: Any) -> Any:
     }
     rows = zip(*(nf.get_column(c).to_list() for c in parts), strict=True)
     labels = [lookup[tuple(_clean(v) for v in row)] for row in rows]
-    native = nw.get_native_namespace(nf)
-    out = nf.with_columns(nw.new_series("candidate", labels, nw.String, backend=native))
+    new = {"candidate": labels}
+    stale: list[str] = []
     if "agent_kwargs" in nf.columns:
         kw = kwarg_columns([_clean(v) for v in nf.get_column("agent_kwargs").to_list()])
         stale = [c for c in nf.columns if c.startswith(KWARG_PREFIX) and c not in kw]
-        out = out.drop(stale) if stale else out
-        if kw:
-            out = out.with_columns(
-                [nw.new_series(name, v, nw.String, backend=native) for name, v in kw.items()]
-            )
-    return out.to_native()
+        new.update(kw)
+    native = nf.to_native()
+    if type(native).__module__.startswith("polars"):
+        import polars as pl
+
+        out = native.drop(stale).with_columns(
+            [pl.Series(name, values, dtype=pl.String) for name, values in new.items()]
+        )
+        return out
+    from metrickit._core.schema import pandas_strings
+
+    out = native.drop(columns=stale).copy()
+    for name, values in new.items():
+        out[name] = pandas_strings(values)
+    return out
 
 
 def candidate_summary(trials: Any, *, by: str = "candidate") -> Any:

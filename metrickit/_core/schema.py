@@ -458,7 +458,7 @@ TRAILING_COLUMNS = (
     "exception_type", "exception_message", "step_exception_type",
     "n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd", "n_steps",
     "started_at", "finished_at", "environment_setup_ms", "agent_setup_ms",
-    "agent_execution_ms", "verifier_ms", "total_ms", "trial_dir",
+    "agent_execution_ms", "verifier_ms", "total_ms", "trial_dir", "format",
 )
 
 
@@ -489,3 +489,114 @@ def eval_key(agent: str, model: str | None, source: str | None) -> str:
     """
     dataset = source or "adhoc"
     return f"{agent}__{model}__{dataset}" if model else f"{agent}__{dataset}"
+
+
+def trial_dtypes(frame: Any) -> Any:
+    """A trial table whose columns hold plain values (text, numbers, bools, timestamps: a
+    table saved to CSV or a database and read back) with the trial-table dtypes restored:
+    ``_status`` and ``_kind_<key>`` categories (pandas) or Enums (polars), nullable integer
+    token counts, UTC timestamps, text columns as strings. Columns the schema does not
+    know are left as they are; the column order is kept."""
+    module = type(frame).__module__
+    if module.startswith("polars"):
+        return _polars_dtypes(frame)
+    return _pandas_dtypes(frame)
+
+
+def _role(name: str, columns: Sequence[str]) -> str:
+    if name == "_status":
+        return "status"
+    if name.startswith(KIND_PREFIX):
+        return "kind"
+    if KIND_PREFIX + name in columns:
+        return "reward"
+    if name in ("has_reward", "reward_valid"):
+        return "bool"
+    if name in ("attempt", "n_steps"):
+        return "int"
+    if name in _INT_COLUMNS:
+        return "nullable-int"
+    if name in _FLOAT_COLUMNS:
+        return "float"
+    if name in _TIME_COLUMNS:
+        return "time"
+    if name in LEADING_COLUMNS or name in TRAILING_COLUMNS or name.startswith("kwarg_"):
+        return "text"
+    return "other"
+
+
+def _pandas_dtypes(frame: Any) -> Any:
+    import pandas as pd
+
+    columns = list(frame.columns)
+    out: dict[str, Any] = {}
+    status_dtype = pd.CategoricalDtype(list(TRIAL_STATUSES))
+    kind_dtype = pd.CategoricalDtype(list(KINDS))
+    for name in columns:
+        col = frame[name]
+        role = _role(name, columns)
+        dtype = col.dtype
+        if role in ("status", "kind"):
+            target = status_dtype if role == "status" else kind_dtype
+            out[name] = col if dtype == target else pd.Categorical(
+                col.astype(object), dtype=target)
+        elif role in ("reward", "float"):
+            out[name] = col if dtype == np.float64 else pd.to_numeric(col).astype("float64")
+        elif role == "bool":
+            out[name] = col if dtype == np.dtype(bool) else col.astype(bool)
+        elif role == "int":
+            out[name] = col if dtype == np.int64 else col.astype("int64")
+        elif role == "nullable-int":
+            out[name] = col if str(dtype) == "Int64" else col.astype("Int64")
+        elif role == "time":
+            out[name] = col if str(dtype) == "datetime64[us, UTC]" else pd.to_datetime(
+                col, utc=True).astype("datetime64[us, UTC]")
+        elif role == "text":
+            if isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA:
+                out[name] = col
+            else:
+                values = [None if v is None or v is pd.NA or (isinstance(v, float) and v != v)
+                          else str(v) for v in col.tolist()]
+                out[name] = pandas_strings(values)
+        else:
+            out[name] = col
+    return pd.DataFrame(out, index=range(len(frame)))
+
+
+def _polars_dtypes(frame: Any) -> Any:
+    import polars as pl
+
+    columns = list(frame.columns)
+    casts = []
+    for name in columns:
+        role = _role(name, columns)
+        col = pl.col(name)
+        if role == "status":
+            casts.append(col.cast(pl.String).cast(pl.Enum(list(TRIAL_STATUSES))))
+        elif role == "kind":
+            casts.append(col.cast(pl.String).cast(pl.Enum(list(KINDS))))
+        elif role in ("reward", "float"):
+            casts.append(col.cast(pl.Float64).fill_nan(None))
+        elif role == "bool":
+            casts.append(col.cast(pl.Boolean))
+        elif role in ("int", "nullable-int"):
+            casts.append(col.cast(pl.Int64))
+        elif role == "time":
+            casts.append(col.cast(pl.Datetime("us", "UTC")))
+        elif role == "text":
+            casts.append(col.cast(pl.String))
+        else:
+            casts.append(col)
+    return frame.select(casts)
+
+
+def canonical_order(columns: Sequence[str]) -> list[str]:
+    """Trial-table columns in the schema's order: :data:`LEADING_COLUMNS`, the reward keys
+    (sorted), their ``_kind_`` companions, :data:`TRAILING_COLUMNS`, the ``kwarg_<name>``
+    columns (sorted), then any other column in the order given."""
+    have = set(columns)
+    keys = sorted(c for c in columns if KIND_PREFIX + c in have)
+    known = [*LEADING_COLUMNS, *keys, *(KIND_PREFIX + k for k in keys), *TRAILING_COLUMNS,
+             *sorted(c for c in columns if c.startswith("kwarg_"))]
+    ordered = [c for c in known if c in have]
+    return ordered + [c for c in columns if c not in set(ordered)]

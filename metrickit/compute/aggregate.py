@@ -10,6 +10,10 @@
 
 The arithmetic is Python's own (see :mod:`metrickit._core.harbor_math`), so results equal
 Harbor's bit for bit, including int/float result types.
+
+On a trial table the trials that count are :func:`metrickit._core.frame.counted_trials`'s
+(running trials never do), and a key's NA rows (the key is absent from those trials' whole
+evaluation, which Harbor never aggregates) are left out of that key.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ import numpy as np
 import numpy.typing as npt
 
 from metrickit._core.frame import (
-    finished_trials,
+    counted_trials,
     group_indices,
     is_frame,
     is_lazy,
     materialize,
+    na_rows,
+    native_frame,
     reward_arrays,
 )
 from metrickit._core.harbor_math import (
@@ -86,7 +92,10 @@ def _harbor_result(
     is_int: dict[str, np.ndarray],
     n: int,
 ) -> dict[str, Number]:
-    """Harbor's naming: one key or none -> ``{name: v}``, several -> one entry per key."""
+    """Harbor's naming: one key or none -> ``{name: v}``, several -> one entry per key.
+
+    A key's arrays may be shorter than ``n``: its NA rows (the key is absent from those
+    trials' evaluation) are left out of it."""
     if len(keys) <= 1:
         if keys:
             return {name: fn(values[keys[0]], is_int[keys[0]])}
@@ -94,7 +103,8 @@ def _harbor_result(
     workers = min(len(keys), os.cpu_count() or 1)
     # (never from one of the pool's own threads: waiting there could starve the pool)
     in_pool = threading.current_thread().name.startswith(_POOL_PREFIX)
-    if workers > 1 and n >= _THREADED_ROWS and not in_pool:
+    same = all(len(values[k]) == n for k in keys)
+    if workers > 1 and n >= _THREADED_ROWS and not in_pool and same:
         # Harbor's sum is a sequential cumsum that numpy runs without the GIL, so keys
         # aggregate side by side, interleaved in pieces so no thread idles.
         if fn is mean_or_zero or fn is harbor_sum:
@@ -108,7 +118,33 @@ def _harbor_result(
 
 def _harbor_dict(frame: Any, name: str, fn: _Agg) -> dict[str, Number]:
     keys, values, is_int, _ = reward_arrays(frame)
+    for key, na in _trial_na(frame, keys).items():
+        values[key], is_int[key] = values[key][~na], is_int[key][~na]
     return _harbor_result(name, fn, keys, values, is_int, len(frame))
+
+
+def _trial_na(frame: Any, keys: list[str]) -> dict[str, npt.NDArray[np.bool_]]:
+    """The NA rows of each key of a trial table (:func:`metrickit._core.frame.na_rows`);
+    a reward frame never has any, so it is not searched."""
+    import narwhals as nw
+
+    if "reward_valid" not in nw.from_native(frame, eager_only=True).columns:
+        return {}
+    return na_rows(frame, keys)
+
+
+def _lazy_trial_table(frame: Any) -> bool:
+    """A lazy or Dask frame of a trial table (its NA cells need the rows at hand)."""
+    import narwhals as nw
+
+    from metrickit.io.scan import SCAN_ATTRIBUTE
+
+    native = native_frame(frame)
+    if getattr(native, SCAN_ATTRIBUTE, None) is not None:
+        return False  # scan_rewards: reward files, and no schema pass before the stream
+    names = ([str(c) for c in native.columns] if not hasattr(native, "collect_schema")
+             else nw.from_native(native).collect_schema().names())
+    return "reward_valid" in names and "task_name" in names
 
 
 
@@ -133,9 +169,14 @@ def aggregate(
         Column(s) to group by. The result is then ``{group: {...}}`` with one Harbor dict
         per group (groups in order of first appearance; a tuple key for several columns).
 
-    A trial table from :func:`~metrickit.read_harbor_job` works too; its running trials
-    (``_status == "running"``, no result yet) are left out, as Harbor's job metrics only
-    cover finished trials (:func:`metrickit.job_metrics` also offers Harbor 0.26's policy).
+    A trial table from any metrickit reader works too. Its trials count by
+    :func:`metrickit._core.frame.counted_trials` under Harbor 0.25's policy: running trials
+    (no result yet) are left out, as Harbor's job metrics only cover finished trials
+    (:func:`metrickit.job_metrics` also offers Harbor 0.26's policy). Harbor never
+    aggregates a key over an evaluation that has none of it: where rows of several
+    evaluations are aggregated together (no ``by``, or ``by`` other than ``eval``), a
+    key's NA rows (the key is absent from their evaluation) are left out of that key,
+    never counted as 0. Within one evaluation the result is Harbor's, bit for bit.
 
     Returns
     -------
@@ -155,6 +196,8 @@ def aggregate(
     >>> mk.aggregate([{"reward": 1}, {"reward": 0}, None], "sum")
     {'sum': 1}
     """
+    if is_lazy(rewards) and _lazy_trial_table(rewards):
+        rewards = materialize(rewards)  # a trial table fits in memory; NA cells need rows
     if is_lazy(rewards):  # polars LazyFrame / scan_rewards / Dask
         if isinstance(metric, str):  # streamed in row order
             _harbor_fn(metric)
@@ -171,7 +214,7 @@ def aggregate(
 
             return aggregate_source(rewards, metric)
         rewards = read_rewards(rewards)
-    rewards = finished_trials(rewards)
+    rewards = counted_trials(rewards).frame  # running trials never count
     if by is not None:
         return _aggregate_by(rewards, metric, by)
     if isinstance(metric, str):
@@ -214,16 +257,18 @@ def _aggregate_by(rewards: Any, metric: Any, by: str | Sequence[str]) -> dict[An
     if isinstance(metric, str):
         fn = _harbor_fn(metric)
         keys, values, is_int, present = reward_arrays(rewards)
+        na = _trial_na(rewards, keys)
         out: dict[Any, Any] = {}
         for label, idx in groups.items():
             # Harbor sees only this group's rows: its key set is what occurs in them.
             here = [k for k in keys if present[k][idx].any()]
+            rows = {k: idx[~na[k][idx]] if k in na else idx for k in here}
             out[label] = _harbor_result(
                 metric,
                 fn,
                 here,
-                {k: values[k][idx] for k in here},
-                {k: is_int[k][idx] for k in here},
+                {k: values[k][rows[k]] for k in here},
+                {k: is_int[k][rows[k]] for k in here},
                 len(idx),
             )
         return out

@@ -66,24 +66,23 @@ def job_metrics(
 
 
 def _known_rows(trials: Any, by: str | Sequence[str]) -> Any:
-    """``trials`` without the running trials whose group is unknown (a null ``by`` value).
-
-    Harbor creates a trial folder before it writes the trial's ``config.json``; until
-    then the trial is running with no ``eval``. It counts nowhere, so it is no group.
+    """``trials`` without the running trials whose group is unknown
+    (:func:`metrickit._core.frame.ungrouped_running`: Harbor creates a trial folder before
+    it writes the trial's ``config.json``). Such a trial counts nowhere, so it is no group.
     """
     import narwhals as nw
 
+    from metrickit._core.frame import ungrouped_running
+
     nf = nw.from_native(trials, eager_only=True)
     by_cols = [by] if isinstance(by, str) else list(by)
-    if "_status" not in nf.columns or any(c not in nf.columns for c in by_cols):
+    if any(c not in nf.columns for c in by_cols):
         return trials  # group_indices names the missing column
-    unknown = nf.get_column(by_cols[0]).is_null()
-    for col in by_cols[1:]:
-        unknown = unknown | nf.get_column(col).is_null()
-    unknown = unknown & (nf.get_column("_status").cast(nw.String) == "running")
+    unknown = ungrouped_running(trials, by_cols)
     if not unknown.any():
         return trials
-    return nf.filter(~unknown).to_native()
+    keep = nw.new_series("keep", ~unknown, nw.Boolean, backend=nw.get_native_namespace(nf))
+    return nf.filter(keep).to_native()
 
 
 
@@ -109,12 +108,14 @@ def _detect_policy(path: Path) -> tuple[Policy, str]:
 def summarize_job(
     path: str | os.PathLike[str], *, policy: Policy | Literal["auto"] = "auto"
 ) -> str:
-    """Readable per-evaluation summary of a Harbor job folder (``metrickit summarize``).
+    """Readable per-candidate summary of a Harbor job folder (``metrickit summarize``).
 
-    Per evaluation: trials (finished / running), mean ± 95% CI of each reward key (analytic;
-    clustered by task when tasks have several attempts), Harbor's metric under ``policy``,
-    pass@k, errors by type, tokens and cost. ``policy="auto"`` uses 0.26 when every job's
-    ``result.json`` was written by Harbor >= 0.26 (it has ``schema_version``), else 0.25.
+    Per candidate (:func:`summarize_trials`): trials (finished / running), mean ± 95% CI of
+    each reward key (clustered by task when tasks have several attempts), and per Harbor
+    evaluation it holds, Harbor's metric under ``policy`` and pass@k (Harbor's contract:
+    those stay per ``eval``); errors by type, tokens and cost. ``policy="auto"`` uses 0.26
+    when every job's ``result.json`` was written by Harbor >= 0.26 (it has
+    ``schema_version``), else 0.25.
     """
     why = "chosen by the caller"
     if policy == "auto":
@@ -128,18 +129,28 @@ def summarize_job(
 def summarize_trials(
     trials: Any, *, title: str, policy: Policy = "0.25", why: str = "chosen by the caller"
 ) -> str:
-    """The per-evaluation summary of :func:`summarize_job` for any trial table (Harbor,
-    Inspect AI, lm-evaluation-harness, Terminal-Bench, ``trials_from_frame``)."""
+    """The summary of :func:`summarize_job` for any trial table (Harbor, Inspect AI,
+    lm-evaluation-harness, Terminal-Bench, ``trials_from_frame``).
+
+    One block per candidate (``by="candidate"``; per ``eval`` for a table without a
+    ``candidate`` column). The trials that count are
+    :func:`metrickit._core.frame.counted_trials`'s under ``policy``: the intervals are for
+    the number Harbor reports. Harbor's metrics and pass@k are listed per evaluation
+    (``eval``), exactly as Harbor computes them. A reward key absent from a trial's
+    evaluation (NA) is left out of that key's mean, never counted as 0.
+    """
+    import narwhals as nw
     import pandas as pd
 
-    from metrickit._core.frame import reward_keys
+    from metrickit._core.frame import counted_trials, group_indices, reward_keys, running_rows
     from metrickit.compute.passk import PassAtKSkipped, pass_at_k
     from metrickit.compute.stats import mean_ci
 
+    trials = nw.from_native(trials, eager_only=True).to_pandas()
     metrics = job_metrics(trials, policy=policy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PassAtKSkipped)
-        passk = pass_at_k(trials, policy=policy)
+        passk = pass_at_k(trials, policy=policy, by="eval")  # Harbor's grouping
     keys = reward_keys(trials)
     lines = [f"{title}: {len(trials)} trial(s)", f"policy {policy} ({why})"]
     known = _known_rows(trials, "eval")
@@ -148,10 +159,12 @@ def summarize_trials(
             f"{len(trials) - len(known)} running trial(s) without config.json yet "
             "(evaluation not known, not counted)"
         )
-    for label, idx in _groups(known):
+    by = "candidate" if "candidate" in known.columns else "eval"
+    for label, idx in group_indices(known, by).items():
         sub = known.iloc[idx]
-        running = int((sub["_status"].astype(str) == "running").sum())
-        done = sub[sub["_status"].astype(str) != "running"]
+        is_running = running_rows(sub)
+        running = int(is_running.sum())
+        done = sub[~is_running]
         lines.append("")
         lines.append(f"{label}")
         lines.append(
@@ -159,31 +172,32 @@ def summarize_trials(
             f"{done['task_name'].nunique()}; with reward: {int(done['has_reward'].sum())}"
         )
         # The interval is for the number Harbor reports: the trials its policy counts.
-        counted = done if policy == "0.25" else done[done["reward_valid"].astype(bool)]
+        counted = counted_trials(sub, policy=policy).frame
         for key in keys:
             present = done[KIND_PREFIX + key].astype(str) != "missing"
-            if not present.any() or len(counted) == 0:
+            values = pd.to_numeric(counted[key]).to_numpy(dtype=float, na_value=np.nan)
+            measured = ~np.isnan(values)  # NA: the key is absent from the evaluation
+            if not present.any() or not measured.any():
                 continue
-            ci = mean_ci(
-                counted[key].to_numpy(dtype=float), clusters=counted["task_name"].to_numpy()
-            )
+            ci = mean_ci(values[measured], clusters=counted["task_name"].to_numpy()[measured])
             spread = (
                 "" if math.isnan(ci.half_width) else f" [{ci.low:.4f}, {ci.high:.4f}]"
             )
             tasks = f", tasks={ci.n_clusters}" if ci.n_clusters else ""
             note = f"; {ci.note}" if ci.note else ""
+            left = (f"; {int((~measured).sum())} trial(s) without it (NA) left out"
+                    if not measured.all() else "")
             lines.append(
                 f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, "
-                f"trials={ci.n}{tasks}, policy {policy}{note})"
+                f"trials={ci.n}{tasks}, policy {policy}{note}{left})"
             )
-        lines.append(f"  Harbor metrics ({policy}): {metrics.get(label, {})}")
-        if label in passk.skipped:
-            lines.append(f"  pass@k: not computed ({passk.skipped[label]})")
-        elif passk.harbor.get(label):
-            shown = ", ".join(f"pass@{k} {v:.4f}" for k, v in passk.harbor[label].items())
-            lines.append(f"  {shown}")
-        else:
-            lines.append("  pass@k: none (a task has fewer than 2 finished trials)")
+        evals = list(group_indices(sub, "eval")) if by != "eval" else [label]
+        for ev in evals:
+            indent = "  "
+            if by != "eval":
+                lines.append(f"  evaluation {ev}:")
+                indent = "    "
+            lines += _harbor_lines(indent, ev, policy, metrics, passk)
         errors = done["exception_type"].dropna().value_counts()
         if len(errors):
             listed = ", ".join(f"{name} {count}" for name, count in errors.items())
@@ -202,8 +216,16 @@ def summarize_trials(
     return "\n".join(lines)
 
 
-
-def _groups(trials: Any) -> list[tuple[Any, np.ndarray]]:
-    from metrickit._core.frame import group_indices
-
-    return list(group_indices(trials, "eval").items())
+def _harbor_lines(
+    indent: str, label: Any, policy: str, metrics: dict[Any, Any], passk: Any
+) -> list[str]:
+    """One evaluation's Harbor metrics and pass@k, as the summary prints them."""
+    lines = [f"{indent}Harbor metrics ({policy}): {metrics.get(label, {})}"]
+    if label in passk.skipped:
+        lines.append(f"{indent}pass@k: not computed ({passk.skipped[label]})")
+    elif passk.harbor.get(label):
+        shown = ", ".join(f"pass@{k} {v:.4f}" for k, v in passk.harbor[label].items())
+        lines.append(f"{indent}{shown}")
+    else:
+        lines.append(f"{indent}pass@k: none (a task has fewer than 2 finished trials)")
+    return lines

@@ -30,8 +30,15 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from metrickit._core.frame import group_indices, reward_arrays
+from metrickit._core.frame import (
+    Policy,
+    counted_trials,
+    group_indices,
+    na_rows,
+    reward_arrays,
+)
 from metrickit._core.harbor_math import HARBOR_METRICS
+from metrickit._core.values import KIND_PREFIX
 from metrickit.compute.aggregate import aggregate
 from metrickit.errors import MetricError
 
@@ -148,6 +155,13 @@ class Metric:
 
     ``higher_is_better`` decides ranks in :func:`compare_metrics`; ``resample=False``
     keeps a costly free function (a metric script) out of the row bootstrap.
+    ``skip_na=True`` (the built-in metrics that read reward keys) says a NaN per-row value
+    is NA, not a number: the reward key it reads is absent from that trial's evaluation,
+    so the row is left out of that output (never counted as 0 or as a failure).
+
+    On a trial table only the trials that count are read
+    (:func:`metrickit._core.frame.counted_trials`, Harbor 0.25's policy: running trials
+    never count).
     """
 
     #: ``compute`` reads a lazy frame batch by batch (``aggregate`` passes it unchanged).
@@ -160,6 +174,7 @@ class Metric:
     description: str = ""
     resample: bool = True
     exact: Callable[[Any], Any] | None = field(default=None, repr=False)
+    skip_na: bool = False
 
     def per_row(self, frame: Any) -> dict[str, Array]:
         """Per-row values of each output (only for value/reduce metrics)."""
@@ -181,6 +196,8 @@ class Metric:
         batch (equal to the eager value to ~1e-15 relative: the sum's order differs);
         other metrics see the collected frame.
         """
+        import narwhals as nw
+
         from metrickit._core.frame import is_lazy
 
         streamed = (
@@ -190,6 +207,8 @@ class Metric:
             and self.reduce in _STREAMED
         )
         nf = None if streamed else _nw(frame, lazy_ok=self.exact is not None)
+        if isinstance(nf, nw.DataFrame):
+            nf = nw.from_native(counted_trials(nf.to_native()).frame, eager_only=True)
         try:
             result: Any
             if streamed:
@@ -200,7 +219,7 @@ class Metric:
                 result = self.function(nf)
             else:
                 rows = self.per_row(nf)
-                result = {k: self.reduce(v) for k, v in rows.items()}
+                result = {k: self.reduce(self._measured(k, v)) for k, v in rows.items()}
             # One output is one number, labelled with the metric's own name.
             if isinstance(result, Mapping) and len(result) == 1:
                 result = next(iter(result.values()))
@@ -212,6 +231,24 @@ class Metric:
 
     def __call__(self, frame: Any) -> float | dict[str, float]:
         return self.compute(frame)
+
+    def _measured(self, output: str, values: Array) -> Array:
+        """``values`` without their NA rows (``skip_na``); MetricError when none is left."""
+        if not self.skip_na or values.ndim != 1:
+            return values
+        keep = ~np.isnan(values)
+        if keep.all():
+            return values
+        if not keep.any() and values.size:
+            raise MetricError(
+                f"metric {self.name!r}: {output!r} is missing (NA) in every row: no trial here "
+                "has the reward key it reads (their evaluation has no such key)"
+            )
+        return values[keep]
+
+    def _measured_or_none(self, values: Array) -> Array:
+        """``values`` without their NA rows (``skip_na``), possibly none (a batch)."""
+        return values[~np.isnan(values)] if self.skip_na and values.ndim == 1 else values
 
 
 class _Running:
@@ -247,15 +284,21 @@ def _stream_values(metric: Metric, frame: Any) -> dict[str, float]:
     from metrickit.compute.stream import eager_batches, empty_like, occurring_keys
 
     states: dict[str, _Running] = {}
+    rows = 0
     token = _FIXED_KEYS.set(occurring_keys(frame))
     try:
         for batch in eager_batches(frame):
+            batch = counted_trials(batch).frame  # running trials never count
+            rows += len(batch)
             for name, values in metric.per_row(batch).items():
-                states.setdefault(name, _Running()).add(values)
+                states.setdefault(name, _Running()).add(metric._measured_or_none(values))
         if not states:  # no batch at all: the per-row names come from an empty frame
             states = {name: _Running() for name in metric.per_row(empty_like(frame))}
     finally:
         _FIXED_KEYS.reset(token)
+    for name, state in states.items():
+        if metric.skip_na and rows and not state.n:
+            metric._measured(name, np.full(1, np.nan))  # raises: NA in every row
     return {name: state.result(metric.reduce) for name, state in states.items()}
 
 
@@ -263,6 +306,9 @@ def _expr_values(name: str, expr: Any) -> Callable[[Any], dict[str, Array]]:
     import narwhals as nw
 
     def values(nf: Any) -> dict[str, Array]:
+        if isinstance(expr, str) and KIND_PREFIX + expr in nf.columns:
+            # a reward key: NaN where its evaluation never has it (left out, not a 0)
+            return {name: _key_values(name, nf, expr, na_rows(nf.to_native(), [expr]))}
         if isinstance(expr, str):
             column = nf.get_column(expr)
         else:
@@ -319,6 +365,8 @@ def metric(
             values=_expr_values(name, definition),
             reduce=reducer,
             higher_is_better=higher_is_better,
+            # a reward key named as a column: its NA rows are left out, as the built-ins do
+            skip_na=isinstance(definition, str),
         )
     if callable(definition):
         return Metric(name, function=definition, higher_is_better=higher_is_better)
@@ -338,6 +386,22 @@ def _keys_or(nf: Any, key: str | None) -> list[str]:
     return keys
 
 
+def _key_values(
+    metric: str, nf: Any, key: str, na: Mapping[str, npt.NDArray[np.bool_]]
+) -> Array:
+    """The values of ``key`` as floats, NaN exactly where the key is NA (absent from the
+    trial's evaluation); any other missing value is refused (fill it explicitly)."""
+    values = nf.get_column(key).to_numpy().astype(np.float64)
+    other = np.isnan(values) & ~na[key] if key in na else np.isnan(values)
+    if other.any():
+        raise MetricError(
+            f"metric {metric!r}: column {key!r} has {int(other.sum())} missing value(s) at rows "
+            f"{np.flatnonzero(other)[:5].tolist()}; fill them explicitly (e.g. .fill_null(0)) "
+            "so nothing is dropped silently"
+        )
+    return values
+
+
 def harbor_metric(name: str = "mean") -> Metric:
     """Harbor's own ``mean``/``sum``/``min``/``max``, exactly as :func:`aggregate` computes them.
 
@@ -348,6 +412,8 @@ def harbor_metric(name: str = "mean") -> Metric:
 
     def values(nf: Any) -> dict[str, Array]:
         keys, vals, _, _ = reward_arrays(nf.to_native())
+        for k, na in na_rows(nf.to_native(), keys).items():  # NA: not a 0
+            vals[k] = np.where(na, np.nan, vals[k])
         if len(keys) <= 1:
             return {name: vals[keys[0]] if keys else np.zeros(len(nf))}
         return {k: vals[k] for k in keys}
@@ -362,13 +428,32 @@ def harbor_metric(name: str = "mean") -> Metric:
         reduce=REDUCERS[name],
         exact=exact,
         description=f"Harbor {name} (null rows and missing keys count as 0)",
+        skip_na=True,
     )
 
 
 def pass_rate(threshold: float = 1.0, *, key: str | None = None, name: str | None = None) -> Metric:
     """Share of rows whose reward is at least ``threshold`` (a null row fails).
 
-    With several reward keys and no ``key``, a row passes when *every* key passes.
+    With several reward keys and no ``key``, a row passes when *every* key it has passes.
+    A key absent from a trial's whole evaluation is NA there, not a failure: such a row is
+    left out of a ``key=`` pass rate (NA where every row lacks the key), and a row without
+    any of the keys is left out of the all-keys one.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import metrickit as mk
+    >>> df = pd.DataFrame({"id": ["q1", "q2", "q1", "q2"], "run": ["a", "a", "b", "b"],
+    ...                    "correct": [1, 0, None, None], "reward": [1, 0, 1, 1]})
+    >>> t = mk.trials_from_frame(df, task="id", candidate="run", reward=["correct", "reward"])
+    >>> mk.pass_rate(key="correct")(t[t["eval"] == "a"])
+    0.5
+    >>> table = mk.compare_metrics(t, [mk.pass_rate(key="correct")], by="eval").table
+    >>> table[["group", "value", "n"]]
+      group  value  n
+    0     a    0.5  2
+    1     b    NaN  0
     """
 
     label = name or f"pass_rate@{threshold:g}" + (f"[{key}]" if key else "")
@@ -377,12 +462,19 @@ def pass_rate(threshold: float = 1.0, *, key: str | None = None, name: str | Non
         keys = _keys_or(nf, key)
         if not keys:
             return {label: np.zeros(len(nf))}
+        na = na_rows(nf.to_native(), keys)
+        none = np.zeros(len(nf), dtype=bool)
         ok = np.ones(len(nf), dtype=bool)
+        measured = np.zeros(len(nf), dtype=bool)
         for k in keys:
-            ok &= nf.get_column(k).to_numpy() >= threshold
-        return {label: ok.astype(np.float64)}
+            missing = na.get(k, none)
+            with np.errstate(invalid="ignore"):
+                ok &= (nf.get_column(k).to_numpy() >= threshold) | missing
+            measured |= ~missing
+        return {label: np.where(measured, ok.astype(np.float64), np.nan)}
 
-    return Metric(label, values=values, description=f"share of rows with reward >= {threshold:g}")
+    return Metric(label, values=values, description=f"share of rows with reward >= {threshold:g}",
+                  skip_na=True)
 
 
 def weighted(weights: Mapping[str, float], *, name: str = "weighted") -> Metric:
@@ -395,12 +487,14 @@ def weighted(weights: Mapping[str, float], *, name: str = "weighted") -> Metric:
         missing = [k for k in weights if k not in nf.columns]
         if missing:
             raise MetricError(f"metric {name!r}: key {missing[0]!r} is not a column of the frame")
+        na = na_rows(nf.to_native(), list(weights))
         combo = np.zeros(len(nf))
         for k, w in weights.items():
-            combo = combo + (w / total) * nf.get_column(k).to_numpy()
-        return {name: combo}
+            combo = combo + (w / total) * _key_values(name, nf, k, na)
+        return {name: combo}  # NaN where a key is NA: the row is left out
 
-    return Metric(name, values=values, description=f"weighted mean of {dict(weights)}")
+    return Metric(name, values=values, description=f"weighted mean of {dict(weights)}",
+                  skip_na=True)
 
 
 def quantile(q: float, *, key: str | None = None, name: str | None = None) -> Metric:
@@ -411,15 +505,17 @@ def quantile(q: float, *, key: str | None = None, name: str | None = None) -> Me
 
     def values(nf: Any) -> dict[str, Array]:
         keys = _keys_or(nf, key)
+        na = na_rows(nf.to_native(), keys)
         if len(keys) == 1:
-            return {label: nf.get_column(keys[0]).to_numpy().astype(np.float64)}
-        return {f"{label}[{k}]": nf.get_column(k).to_numpy().astype(np.float64) for k in keys}
+            return {label: _key_values(label, nf, keys[0], na)}
+        return {f"{label}[{k}]": _key_values(label, nf, k, na) for k in keys}
 
     return Metric(
         label,
         values=values,
         reduce=lambda x: np.quantile(x, q, axis=-1),
         description=f"{q:g} quantile",
+        skip_na=True,
     )
 
 
@@ -433,9 +529,11 @@ def filled_count(*, key: str | None = None, name: str = "filled") -> Metric:
             keys = [key]
         if not keys:
             return {name: np.ones(len(nf))}  # every row of a key-less frame is a fill
+        na = na_rows(nf.to_native(), [k for k in keys if k in present])
         filled = np.zeros(len(nf))
         for k in keys:
-            filled += ~present[k] if k in present else 1
+            # an NA cell is not a fill: Harbor never fills a key the evaluation lacks
+            filled += (~present[k] & ~na[k] if k in na else ~present[k]) if k in present else 1
         return {name: filled}
 
     return Metric(
@@ -488,10 +586,13 @@ class Comparison:
     leader and every group tied with it: its rank interval includes 1 (it may be best), or its
     difference from the leader is not significant after Holm's adjustment over all pairs).
     ``agreement``: Kendall's tau between the group rankings of each pair of metrics.
-    ``pairwise``: every pair of groups under each mean-type metric, the difference's standard
-    error from the task-clustered covariance (shared tasks pair the two groups), with
-    Holm-adjusted p-values (``p_holm``) over the pairs of that metric.
-    ``notes``: what has no interval or rank interval, and why.
+    ``pairwise``: every pair of groups under each mean-type metric, compared on the tasks
+    both ran (:func:`metrickit.compute.ranking.pairwise_tests`: ``n_tasks`` paired,
+    ``n_only_a``/``n_only_b`` left out), with Holm-adjusted p-values (``p_holm``) over the
+    pairs of that metric. A group whose value is NA (the key it reads is absent from its
+    evaluation) has no rank and is in no pair.
+    ``notes``: what was left out (running trials, NA rows, unpaired tasks), what has no
+    interval or rank interval, and why.
     """
 
     table: Any
@@ -659,7 +760,8 @@ def compare_metrics(
     frame: Any,
     metrics: Any,
     *,
-    by: str | Sequence[str] | None = None,
+    by: str | Sequence[str] | None = "candidate",
+    policy: Policy = "0.25",
     confidence: float = 0.95,
     ci: str = "auto",
     cluster: str | None = "auto",
@@ -678,8 +780,17 @@ def compare_metrics(
         Metrics: :class:`Metric` objects, Harbor names (``"mean"``), script metrics
         (:func:`metrickit.scoring.metric_scripts.script_metric`), or a dict ``{name: definition}``.
     by
-        Column(s) whose groups are compared (``"agent"``, ``"_source"``); ``None`` for
-        the whole frame as one group.
+        Column(s) whose groups are compared: ``"candidate"`` (default: one recorded
+        configuration, what every trial reader fills), ``"eval"``, ``"agent"``,
+        ``"_source"``, ...; ``None`` for the whole frame as one group. A frame without a
+        ``candidate`` column (a reward frame from :func:`metrickit.read_rewards`, a table of
+        your own) is one group under the default, and ``notes`` says so; any other ``by``
+        that is not a column is refused.
+    policy
+        Which trials count (:func:`metrickit._core.frame.counted_trials`): ``"0.25"``
+        (default) a finished trial without a valid reward counts as 0 (Harbor 0.25),
+        ``"0.26"`` it is left out. Running trials never count; ``notes`` says how many
+        were left out.
     ci
         ``"auto"`` (default): for means, :func:`metrickit.mean_ci`'s default (Wilson for
         0/1 values, t cut to the value range otherwise, clustered by task where tasks
@@ -699,77 +810,64 @@ def compare_metrics(
     Returns
     -------
     Comparison
-        ``.table`` (tidy, pandas), ``.best()``, ``.pairwise``, ``.agreement``.
+        ``.table`` (tidy, pandas), ``.best()``, ``.pairwise``, ``.agreement``, ``.notes``.
+        A reward key absent from a trial's evaluation is NA there: the built-in metrics
+        leave such rows out (``n`` counts the rows used), and a group none of whose rows
+        has the key gets the value NA, no rank, and a note (never 0, never ranked last).
+        ``pairwise`` compares two groups on the tasks both ran (see
+        :func:`metrickit.compute.ranking.pairwise_tests`).
 
     Raises
     ------
     StatsError
-        An unknown ``ci``; a ``cluster`` column that is not there.
+        An unknown ``ci``; a ``by`` or ``cluster`` column that is not there.
     """
+    import narwhals as nw
     import pandas as pd
-    from scipy.stats import kendalltau
 
-    from metrickit.compute.ranking import MeanDraws, best_group
-    from metrickit.compute.stats import StatsError, task_codes
+    from metrickit.compute.ranking import MeanDraws
+    from metrickit.compute.stats import StatsError, require_by, task_codes
 
     if ci not in CI_METHODS:
         raise StatsError(f"ci={ci!r}; expected one of {', '.join(map(repr, CI_METHODS))}")
     nf = _nw(frame)
+    counted = counted_trials(nf.to_native(), policy=policy)
+    notes: list[str] = counted.notes()
+    nf = nw.from_native(counted.frame, eager_only=True)
+    if by == "candidate" and "candidate" not in nf.columns:
+        by = None
+        notes.append("the frame has no 'candidate' column: the whole frame is one group "
+                     "(pass by= to compare groups)")
+    elif by is not None:
+        require_by(list(nf.columns), by, "compare_metrics")
     items = _normalise(metrics)
-    units, _ = task_codes(nf.to_native(), cluster)
-    groups = group_indices(nf.to_native(), by) if by is not None else {"all": np.arange(len(nf))}
+    native = nf.to_native()
+    units, _ = task_codes(native, cluster)
+    groups = group_indices(native, by) if by is not None else {"all": np.arange(len(nf))}
     group_labels = list(groups)
     row_group = np.empty(len(nf), dtype=np.intp)
     for i, idx in enumerate(groups.values()):
         row_group[idx] = i
+    notes += _na_notes(native, groups)
     records: list[dict[str, Any]] = []
     higher: dict[str, bool] = {}
     per_row_all: dict[str, Array] = {}
-    notes: list[str] = []
     for label, idx in groups.items():
         sub = nf[idx]
         sub_units = units[idx] if units is not None else None
-        n_tasks = len(np.unique(sub_units)) if sub_units is not None else len(idx)
         for m in items:
-            value = m.compute(sub)
-            values = value if isinstance(value, dict) else {m.name: value}
-            bounds: dict[str, tuple[float, float, str]] = {}
-            if ci != "none" and m.values is not None:
-                per_row = m.per_row(sub)
-                if len(per_row) == 1:
-                    per_row = {m.name: next(iter(per_row.values()))}
-                for out_name, rows in per_row.items():
-                    if np.shape(rows)[-1] != len(idx):  # an expression that aggregates
-                        bounds[out_name] = (math.nan, math.nan, (
-                            "none (the metric gives one value, not one per row: give the "
-                            "per-row expression, e.g. nw.col('reward'), to get the mean "
-                            "with an interval)"))
-                        continue
-                    bounds[out_name] = _interval(
-                        m, rows, sub_units, confidence=confidence, ci=ci,
-                        n_resamples=n_resamples, seed=seed,
-                    )
-            elif ci != "none" and m.function is not None and m.resample:
-                for k, (lo, hi) in _free_interval(
-                    m, sub, confidence=confidence, n_resamples=free_resamples, seed=seed
-                ).items():
-                    bounds[k] = (lo, hi, "bootstrap-rows")
-            for out_name, v in values.items():
-                metric_label = _label(m, out_name, len(values))
-                lo, hi, method = bounds.get(out_name, (math.nan, math.nan, "none"))
-                higher[metric_label] = m.higher_is_better
-                records.append(
-                    {
-                        "group": label,
-                        "metric": metric_label,
-                        "value": v,
-                        "ci_low": lo,
-                        "ci_high": hi,
-                        "ci_method": method,
-                        "n": len(idx),
-                        "n_tasks": n_tasks,
-                    }
-                )
+            for record in _group_records(
+                m, sub, sub_units, ci=ci, confidence=confidence, n_resamples=n_resamples,
+                free_resamples=free_resamples, seed=seed,
+            ):
+                higher[record["metric"]] = m.higher_is_better
+                records.append({"group": label, **record})
+    for record in records:
+        if not math.isfinite(record["value"]):
+            notes.append(
+                f"{record['group']!r}: {record['metric']} is missing (NA): no trial there has "
+                "the reward key it reads (its evaluation has no such key); no value, no rank"
+            )
     # Per-row values over the whole frame, for the rank resampling (mean-type metrics).
     for m in items:
         if m.values is None or m.reduce is not _mean:
@@ -788,7 +886,7 @@ def compare_metrics(
         records,
         columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n", "n_tasks"],
     )
-    table["rank"] = 0
+    table["rank"] = pd.array([pd.NA] * len(table), dtype="Int64")
     for column in ("rank_low", "rank_high"):
         table[column] = pd.array([pd.NA] * len(table), dtype="Int64")
     table["p_best"] = np.nan
@@ -802,19 +900,11 @@ def compare_metrics(
     for label_key, part in table.groupby("metric", sort=False):
         key = str(label_key)
         ranks = part["value"].rank(ascending=not higher[key], method="min")
-        table.loc[part.index, "rank"] = ranks.astype(int)
+        table.loc[part.index, "rank"] = ranks.astype("Int64")
         if resampler is None or key not in per_row_all or len(part) != len(groups):
             continue
-        x = per_row_all[key]
-        estimate = part["value"].to_numpy(dtype=np.float64)
-        ri, pairs = best_group(
-            group_labels, estimate, resampler, x, higher_is_better=higher[key],
-            confidence=confidence,
-        )
-        table.loc[part.index, "rank_low"] = ri.rank_low
-        table.loc[part.index, "rank_high"] = ri.rank_high
-        table.loc[part.index, "p_best"] = ri.p_best
-        table.loc[part.index, "best_group"] = ri.best_group
+        pairs = _rank_one(table, part, group_labels, resampler, per_row_all[key],
+                          higher_is_better=higher[key], confidence=confidence)
         pair_tables.append(pairs.assign(metric=key))
     if len(groups) > 2 and pair_tables:
         notes.append(
@@ -825,13 +915,171 @@ def compare_metrics(
         if pair_tables
         else None
     )
+    if pairwise is not None:
+        notes += _pairing_notes(pairwise)
+    agreement = _agreement(table, higher)
+    return Comparison(table=table, agreement=agreement, by=by, pairwise=pairwise, notes=notes)
+
+
+def _group_records(
+    m: Metric,
+    sub: Any,
+    sub_units: npt.NDArray[np.intp] | None,
+    *,
+    ci: str,
+    confidence: float,
+    n_resamples: int,
+    free_resamples: int,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """One group's table rows for metric ``m``: value, interval, ``n`` and ``n_tasks``."""
+    n_rows = len(sub)
+    every_task = len(np.unique(sub_units)) if sub_units is not None else n_rows
+    per_row: dict[str, Array] | None = None
+    if m.values is not None and (ci != "none" or (m.skip_na and m.exact is None)):
+        per_row = m.per_row(sub)
+        if len(per_row) == 1:
+            per_row = {m.name: next(iter(per_row.values()))}
+    values: dict[str, float]
+    if m.skip_na and m.exact is None and per_row is not None:
+        # NA rows (the key is absent from the trial's evaluation) are left out; no row
+        # left: the value is NA.
+        values = {}
+        for out_name, rows in per_row.items():
+            kept = rows[~np.isnan(rows)] if rows.ndim == 1 else rows
+            checked = _check_result(m.name, m.reduce(kept)) if kept.size else math.nan
+            values[out_name] = checked if isinstance(checked, float) else math.nan
+    else:
+        value = m.compute(sub)
+        values = value if isinstance(value, dict) else {m.name: value}
+    bounds: dict[str, tuple[float, float, str]] = {}
+    sizes: dict[str, tuple[int, int]] = {}
+    if ci != "none" and per_row is not None:
+        for out_name, rows in per_row.items():
+            if np.shape(rows)[-1] != n_rows:  # an expression that aggregates
+                bounds[out_name] = (math.nan, math.nan, (
+                    "none (the metric gives one value, not one per row: give the "
+                    "per-row expression, e.g. nw.col('reward'), to get the mean "
+                    "with an interval)"))
+                continue
+            keep = ~np.isnan(rows) if m.skip_na else np.ones(n_rows, dtype=bool)
+            units = sub_units[keep] if sub_units is not None else None
+            sizes[out_name] = (int(keep.sum()),
+                               len(np.unique(units)) if units is not None else int(keep.sum()))
+            if not keep.any():
+                bounds[out_name] = (math.nan, math.nan, "none (missing: NA)")
+                continue
+            bounds[out_name] = _interval(
+                m, rows[keep], units, confidence=confidence, ci=ci,
+                n_resamples=n_resamples, seed=seed,
+            )
+    elif ci != "none" and m.function is not None and m.resample:
+        for k, (lo, hi) in _free_interval(
+            m, sub, confidence=confidence, n_resamples=free_resamples, seed=seed
+        ).items():
+            bounds[k] = (lo, hi, "bootstrap-rows")
+    if m.skip_na and per_row is not None:
+        for out_name, rows in per_row.items():
+            if out_name not in sizes and np.shape(rows)[-1] == n_rows:
+                keep = ~np.isnan(rows)
+                units = sub_units[keep] if sub_units is not None else None
+                sizes[out_name] = (int(keep.sum()), len(np.unique(units))
+                                   if units is not None else int(keep.sum()))
+    out = []
+    for out_name, v in values.items():
+        lo, hi, method = bounds.get(out_name, (math.nan, math.nan, "none"))
+        n, n_tasks = sizes.get(out_name, (n_rows, every_task))
+        out.append({
+            "metric": _label(m, out_name, len(values)), "value": v, "ci_low": lo,
+            "ci_high": hi, "ci_method": method, "n": n, "n_tasks": n_tasks,
+        })
+    return out
+
+
+def _na_notes(frame: Any, groups: Mapping[Any, npt.NDArray[np.intp]]) -> list[str]:
+    """Per group and reward key: how many trials have the key NA (absent from their
+    evaluation), which every built-in metric leaves out of that key."""
+    notes = []
+    for key, na in na_rows(frame).items():
+        for label, idx in groups.items():
+            count = int(na[idx].sum())
+            if count and count < len(idx):
+                notes.append(
+                    f"{label!r}: {count} trial(s) have no {key!r} (missing, NA: their "
+                    "evaluation has no such key); the metrics leave them out of that key"
+                )
+    return notes
+
+
+def _rank_one(
+    table: Any,
+    part: Any,
+    group_labels: list[Any],
+    resampler: Any,
+    x: Array,
+    *,
+    higher_is_better: bool,
+    confidence: float,
+) -> Any:
+    """Rank intervals, ``p_best`` and the tied group of one metric, into ``table``; the
+    metric's pairwise table. Groups whose value is NA get no rank and are in no pair."""
+    from metrickit.compute.ranking import best_group
+
+    estimate = part["value"].to_numpy(dtype=np.float64)
+    known = np.isfinite(estimate)
+    ri, pairs = best_group(
+        group_labels, estimate, resampler, x, higher_is_better=higher_is_better,
+        confidence=confidence,
+    )
+    rank_low = _nullable_ints(ri.rank_low, known)
+    rank_high = _nullable_ints(ri.rank_high, known)
+    table.loc[part.index, "rank_low"] = rank_low
+    table.loc[part.index, "rank_high"] = rank_high
+    table.loc[part.index, "p_best"] = np.where(known, ri.p_best, np.nan)
+    table.loc[part.index, "best_group"] = ri.best_group & known
+    if not known.all():
+        gone = {group_labels[i] for i in np.flatnonzero(~known)}
+        pairs = pairs[~(pairs["a"].isin(gone) | pairs["b"].isin(gone))].reset_index(drop=True)
+    return pairs
+
+
+def _nullable_ints(values: Any, known: npt.NDArray[np.bool_]) -> Any:
+    """Integers as a nullable pandas array, NA where not ``known``."""
+    import pandas as pd
+
+    return pd.array([int(v) if k else pd.NA for v, k in zip(values, known, strict=True)],
+                    dtype="Int64")
+
+
+def _pairing_notes(pairwise: Any) -> list[str]:
+    """What the pairwise comparisons paired and left out (tasks only one group ran)."""
+    uneven = pairwise[(pairwise["n_only_a"] > 0) | (pairwise["n_only_b"] > 0)]
+    if not len(uneven):
+        return []
+    first = uneven.iloc[0]
+    return [
+        f"pairwise: {len(uneven)} pair(s) of groups did not run the same tasks; each pair is "
+        "compared on the tasks both ran (n_tasks), the others left out (n_only_a, n_only_b; "
+        f"e.g. {first['a']!r} vs {first['b']!r}: {int(first['n_tasks'])} paired, "
+        f"{int(first['n_only_a'])} and {int(first['n_only_b'])} left out)"
+    ]
+
+
+def _agreement(table: Any, higher: Mapping[str, bool]) -> Any:
+    """Kendall's tau between the group rankings of each pair of metrics (over the groups
+    both metrics have a value for)."""
+    import pandas as pd
+    from scipy.stats import kendalltau
+
     labels = list(dict.fromkeys(table["metric"]))
     pairs_tau = []
     wide = table.pivot(index="group", columns="metric", values="value")
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
-            x = wide[a].to_numpy() * (1 if higher[a] else -1)
-            y = wide[b].to_numpy() * (1 if higher[b] else -1)
+            x = wide[a].to_numpy(dtype=np.float64) * (1 if higher[a] else -1)
+            y = wide[b].to_numpy(dtype=np.float64) * (1 if higher[b] else -1)
+            both = np.isfinite(x) & np.isfinite(y)
+            x, y = x[both], y[both]
             if len(x) >= 2 and np.ptp(x) > 0 and np.ptp(y) > 0:
                 result = kendalltau(x, y)
                 tau, p = float(result.statistic), float(result.pvalue)
@@ -840,7 +1088,6 @@ def compare_metrics(
             pairs_tau.append(
                 {"metric_a": a, "metric_b": b, "kendall_tau": tau, "p_value": p, "n_groups": len(x)}
             )
-    agreement = pd.DataFrame.from_records(
+    return pd.DataFrame.from_records(
         pairs_tau, columns=["metric_a", "metric_b", "kendall_tau", "p_value", "n_groups"]
     )
-    return Comparison(table=table, agreement=agreement, by=by, pairwise=pairwise, notes=notes)

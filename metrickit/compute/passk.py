@@ -8,6 +8,10 @@ to the fewest trials any task has, and skips an evaluation entirely when any cou
 trial's reward has other than one key or a value other than 0 or 1. Under Harbor 0.25 a
 trial without a reward is a failure; under 0.26 trials without a valid reward are left out.
 
+:func:`pass_at_k` groups by ``candidate`` by default (one recorded configuration; several
+runs of it pool their trials of a task); ``by="eval"`` is Harbor's grouping, and then
+``PassAtK.harbor`` equals the ``pass_at_k`` of Harbor's job ``result.json``.
+
 pass^k (all k attempts succeed) uses the matching unbiased estimator ``C(c, k) / C(n, k)``.
 """
 
@@ -82,21 +86,23 @@ class PassAtK:
     Attributes
     ----------
     harbor
-        ``{eval: {k: value}}`` exactly as Harbor stores ``pass_at_k`` in the job's
-        ``result.json`` (``{}`` when Harbor reports nothing for that evaluation).
+        ``{group: {k: value}}`` by Harbor's rule (``{}`` when Harbor's rule reports nothing
+        for that group); with ``by="eval"`` exactly what Harbor stores as ``pass_at_k`` in
+        the job's ``result.json``.
     table
-        pandas DataFrame, one row per evaluation and k: ``pass_at_k``, ``pass_hat_k``
+        pandas DataFrame, one row per group and k: ``pass_at_k``, ``pass_hat_k``
         (pass^k), ``n_tasks``, ``min_trials`` and ``harbor`` (whether Harbor reports this k;
         always False with ``value=``, which is not Harbor's rule).
     detail
-        pandas DataFrame, one row per evaluation and task: ``n``, ``c`` (successes) and one
+        pandas DataFrame, one row per group and task: ``n``, ``c`` (successes) and one
         ``pass@k`` / ``pass^k`` column per k in the table.
     skipped
-        ``{eval: reason}`` for evaluations with no pass@k (also issued as a
+        ``{group: reason}`` for groups with no pass@k (also issued as a
         :class:`PassAtKSkipped` warning).
     notes
         Other things left out (a requested k larger than some task's trial count, running
-        trials).
+        trials, trials without a valid reward under policy 0.26, trials without the
+        ``value`` key).
     """
 
     harbor: dict[Any, dict[int, float]]
@@ -116,27 +122,31 @@ def pass_at_k(
     trials: Any,
     *,
     k: int | Sequence[int] | None = None,
-    by: str | Sequence[str] = "eval",
+    by: str | Sequence[str] = "candidate",
     task: str = "task_name",
     policy: Policy = "0.25",
     value: str | None = None,
 ) -> PassAtK:
-    """pass@k per evaluation, Harbor-identical, with k = 1, chosen k, pass^k and detail.
+    """pass@k per candidate (or Harbor's evaluation), with k = 1, chosen k, pass^k and detail.
 
     Parameters
     ----------
     trials
-        A table from :func:`metrickit.read_harbor_job` (pandas or polars).
+        A trial table from any metrickit reader (pandas or polars).
     k
         Extra k value(s) to report besides k = 1 and Harbor's own. A k larger than the
-        trials of some task gives NaN for that evaluation, with a note and a warning.
+        trials of some task gives NaN for that group, with a note and a warning.
     by
-        Grouping column(s); ``"eval"`` is Harbor's.
+        Grouping column(s): ``"candidate"`` (default: one recorded configuration, whose
+        runs pool their trials of each task). ``"eval"`` is Harbor's own grouping: with it
+        ``harbor`` is Harbor-identical (what the job's ``result.json`` stores). A table
+        without the column is refused with a message naming ``by=`` and the columns.
     task
         The task column.
     policy
-        ``"0.25"`` (default): a finished trial without a reward counts as a failure.
-        ``"0.26"``: only trials with ``reward_valid`` count. Running trials never count.
+        Which trials count (:func:`metrickit._core.frame.counted_trials`): ``"0.25"``
+        (default) a finished trial without a reward counts as a failure, ``"0.26"`` only
+        trials with ``reward_valid`` count. Running trials never count (``notes``).
     value
         Use this 0/1 reward column for the table and detail instead of Harbor's rule
         (the single reward key). ``harbor`` always follows Harbor's rule.
@@ -153,26 +163,32 @@ def pass_at_k(
     Warns
     -----
     PassAtKSkipped
-        For each evaluation skipped (multi-key or non-binary reward), and for a requested k
+        For each group skipped (multi-key or non-binary reward), and for a requested k
         larger than some task's trial count.
 
     Examples
     --------
     >>> import metrickit as mk
     >>> trials = mk.read_harbor_job("data/harbor_jobs/2025-06-02__10-00-00")
-    >>> result = mk.pass_at_k(trials)
-    >>> result.harbor["terminus-2__claude-sonnet-4-5__terminal-bench-mini"]
+    >>> mk.pass_at_k(trials).harbor  # per candidate
+    {'terminus-2 · claude-sonnet-4-5': {2: 0.6666666666666666, 4: 0.8333333333333334}}
+    >>> harbor = mk.pass_at_k(trials, by="eval").harbor  # Harbor's grouping (result.json)
+    >>> harbor["terminus-2__claude-sonnet-4-5__terminal-bench-mini"]
     {2: 0.6666666666666666, 4: 0.8333333333333334}
     """
     import narwhals as nw
     import pandas as pd
 
-    from metrickit._core.frame import group_indices, rows_for_policy
+    from metrickit._core.frame import counted_trials, group_indices
+    from metrickit.compute.stats import require_by
 
-    rows = rows_for_policy(trials, policy)
+    columns = list(nw.from_native(trials, eager_only=True).columns)
+    require_by(columns, by, "pass_at_k")
+    if task not in columns:
+        raise StatsError(f"task={task!r} is not a column; columns are {columns}")
+    counted = counted_trials(trials, policy=policy)
+    rows = counted.frame
     nf = nw.from_native(rows, eager_only=True)
-    if task not in nf.columns:
-        raise StatsError(f"task={task!r} is not a column; columns are {list(nf.columns)}")
     extra = _extra_k(k)
     trial = _Trials.of(rows, task, value)
     groups = group_indices(rows, by) if len(nf) else {}
@@ -214,9 +230,7 @@ def pass_at_k(
     detail = pd.DataFrame(detail_rows)
     if len(detail):
         detail = detail.rename(columns={"group": by_name})
-    running = _count_running(trials)
-    if running:
-        notes.append(f"{running} running trial(s) not counted (no result yet)")
+    notes += counted.notes()
     return PassAtK(harbor=harbor, table=table, detail=detail, skipped=skipped, notes=notes)
 
 
@@ -384,11 +398,3 @@ def _rows(
         detail.append(row)
     return table, detail
 
-
-def _count_running(trials: Any) -> int:
-    import narwhals as nw
-
-    nf = nw.from_native(trials, eager_only=True)
-    if "_status" not in nf.columns:
-        return 0
-    return int((nf.get_column("_status").cast(nw.String) == "running").sum())

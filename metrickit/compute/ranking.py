@@ -9,8 +9,8 @@ distribution and reports how stable the ranking is over the draws:
 * :func:`rank_intervals`: each candidate's rank interval, its probability of being best,
   and the group of candidates tied with the leader.
 * :func:`pareto_probability`: each candidate's probability of being on the Pareto front.
-* :func:`pairwise_tests`: every pair of candidates compared task by task, with Holm's
-  adjustment for the number of pairs.
+* :func:`pairwise_tests`: every pair of candidates compared task by task, on the tasks both
+  ran, with Holm's adjustment for the number of pairs.
 * :func:`candidate_table`: per-candidate means with task-clustered intervals, cost per
   success, and ``p_front``, for :func:`metrickit.reporting.plots.tradeoff` and the tuner.
 """
@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
+from metrickit._core.frame import Policy
+from metrickit.compute.stats import (
+    StatsError,
+    group_codes,
+    grouped_intervals,
+    require_by,
+    task_codes,
+)
 
 __all__ = [
     "MeanDraws",
@@ -274,47 +281,114 @@ def pairwise_tests(
 ) -> Any:
     """Every pair of groups compared on their means of ``x``, with Holm-adjusted p-values.
 
-    The difference's standard error comes from the task-clustered covariance of the two
-    means (so pairing by shared tasks counts), and the test is a t test with one degree of
-    freedom less than the tasks either group ran. Returns a pandas DataFrame with ``a``,
-    ``b``, ``difference`` (a − b), ``ci_low``, ``ci_high``, ``n_tasks``, ``pvalue``,
-    ``p_holm`` and ``significant`` (``p_holm`` below ``1 - confidence``), one row a pair.
+    With task codes (``draws.paired``) a pair is compared **paired, on the tasks both
+    groups ran**: each group's mean over those tasks, the difference's standard error
+    cluster-robust over them (``C/(C-1) * sum over the C common tasks of the squared
+    differences of the two groups' deviations``) and a t test with ``C - 1`` degrees of
+    freedom. When every group ran every task this is the difference of the groups' means
+    with their task-clustered covariance. Tasks only one of the two ran are left out and
+    counted (``n_only_a``, ``n_only_b``). Without task codes every row is its own unit and
+    the groups are independent.
+
+    Returns a pandas DataFrame with ``a``, ``b``, ``difference`` (a − b), ``ci_low``,
+    ``ci_high`` (cut to the range a difference of the values can take: ``[-1, 1]`` for 0/1
+    values), ``n_tasks`` (paired tasks), ``n_only_a``, ``n_only_b``, ``pvalue``, ``p_holm``
+    and ``significant`` (``p_holm`` below ``1 - confidence``), one row a pair. A pair with
+    no task in common has NaN for its difference and p-value (and is not in Holm's family).
     """
     import pandas as pd
     from scipy import stats as sps
 
-    mean, cov = draws.covariance(x)
     i, j = np.triu_indices(len(names), k=1)
+    only_i = np.zeros(i.size, dtype=np.intp)
+    only_j = np.zeros(i.size, dtype=np.intp)
     if draws.paired:
         _, counts = draws.unit_sums(x)
-        ran = (counts > 0).astype(np.float64)
-        per_group = ran.sum(axis=0)
-        union = per_group[i] + per_group[j] - (ran.T @ ran)[i, j]
+        if (counts > 0).all():
+            # Every group ran every task: the pairs' common tasks are all of them, and the
+            # joint task-clustered covariance gives the same numbers in one product.
+            mean, cov = draws.covariance(x)
+            diff = mean[i] - mean[j]
+            var = cov[i, i] + cov[j, j] - 2 * cov[i, j]
+            paired = np.full(i.size, counts.shape[0], dtype=np.intp)
+        else:
+            diff, var, paired, only_i, only_j = _paired_differences(draws, x, i, j)
+        df = np.maximum(paired - 1, 1)
+        enough = paired >= 2
     else:  # every row its own unit: no unit is shared
+        mean, cov = draws.covariance(x)
         per_group = np.bincount(draws.groups, weights=np.isfinite(x), minlength=len(names))
-        union = per_group[i] + per_group[j]
-    diff = mean[i] - mean[j]
-    var = cov[i, i] + cov[j, j] - 2 * cov[i, j]
+        paired = per_group[i] + per_group[j]
+        diff = mean[i] - mean[j]
+        var = cov[i, i] + cov[j, j] - 2 * cov[i, j]
+        df = np.maximum(paired - 1, 1)
+        enough = paired >= 2
     se = np.sqrt(np.clip(var, 0.0, None))
-    df = np.maximum(union - 1, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.where(se > 0, np.abs(diff) / se, np.where(diff == 0, 0.0, np.inf))
-    pvalue = np.where(union >= 2, 2 * sps.t.sf(t, df), np.nan)
+    pvalue = np.where(enough & np.isfinite(diff), 2 * sps.t.sf(t, df), np.nan)
     half = sps.t.ppf(0.5 + confidence / 2, df) * se
+    finite = x[np.isfinite(x)]
+    span = float(finite.max() - finite.min()) if finite.size else np.inf
     table = pd.DataFrame(
         {
             "a": [names[k] for k in i],
             "b": [names[k] for k in j],
             "difference": diff,
-            "ci_low": diff - half,
-            "ci_high": diff + half,
-            "n_tasks": union.astype(int),
+            "ci_low": np.maximum(diff - half, -span),
+            "ci_high": np.minimum(diff + half, span),
+            "n_tasks": np.asarray(paired).astype(int),
+            "n_only_a": only_i,
+            "n_only_b": only_j,
             "pvalue": pvalue,
         }
     )
     table["p_holm"] = holm(pvalue)
     table["significant"] = table["p_holm"] < 1 - confidence
     return table
+
+
+# Cells of the pairs × tasks arrays computed at once (a few MB each).
+_PAIR_CELLS = 2_000_000
+
+
+def _paired_differences(
+    draws: MeanDraws, x: FloatArray, i: IntArray, j: IntArray
+) -> tuple[FloatArray, FloatArray, IntArray, IntArray, IntArray]:
+    """Per pair ``(i, j)``: the difference of the two groups' means over the tasks both ran,
+    its cluster-robust variance, the number of those tasks and of the tasks only one ran."""
+    sums, counts = draws.unit_sums(x)  # tasks × groups
+    n_pairs = i.size
+    diff = np.full(n_pairs, np.nan)
+    var = np.full(n_pairs, np.nan)
+    paired = np.zeros(n_pairs, dtype=np.intp)
+    only_i = np.zeros(n_pairs, dtype=np.intp)
+    only_j = np.zeros(n_pairs, dtype=np.intp)
+    step = max(1, _PAIR_CELLS // max(sums.shape[0], 1))
+    for start in range(0, n_pairs, step):
+        a, b = i[start : start + step], j[start : start + step]
+        sa, na, sb, nb = sums[:, a].T, counts[:, a].T, sums[:, b].T, counts[:, b].T
+        ran_a, ran_b = na > 0, nb > 0
+        common = ran_a & ran_b
+        c = common.sum(axis=1)
+        sa, na = np.where(common, sa, 0.0), np.where(common, na, 0.0)
+        sb, nb = np.where(common, sb, 0.0), np.where(common, nb, 0.0)
+        tot_a, tot_b = na.sum(axis=1), nb.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ma, mb = sa.sum(axis=1) / tot_a, sb.sum(axis=1) / tot_b
+            dev = np.where(
+                common,
+                (sa - na * ma[:, None]) / tot_a[:, None] - (sb - nb * mb[:, None]) / tot_b[:, None],
+                0.0,
+            )
+            v = c / (c - 1) * (dev**2).sum(axis=1)
+        block = slice(start, start + a.size)
+        diff[block] = np.where(c > 0, ma - mb, np.nan)
+        var[block] = np.where(c > 1, v, np.nan)
+        paired[block] = c
+        only_i[block] = (ran_a & ~ran_b).sum(axis=1)
+        only_j[block] = (ran_b & ~ran_a).sum(axis=1)
+    return diff, var, paired, only_i, only_j
 
 
 def best_group(
@@ -358,6 +432,7 @@ def candidate_table(
     confidence: float = 0.95,
     maximize: tuple[str, ...] = ("accuracy",),
     minimize: tuple[str, ...] = ("latency_ms", "cost_usd"),
+    policy: Policy = "0.25",
     n_draws: int = 1000,
     seed: int = 0,
 ) -> Any:
@@ -366,15 +441,31 @@ def candidate_table(
     One row per candidate (sorted by name): ``n`` rows, ``n_tasks``, and for each column
     its mean, ``<column>_low``/``<column>_high`` (the default interval of
     :func:`metrickit.compute.stats.mean_ci`, clustered by task when tasks repeat),
-    ``<column>_method`` and, when some values are NaN (not measured), ``<column>_n``.
+    ``<column>_method`` and, when some values are NaN (not measured, or NA: the key is
+    absent from the trial's evaluation; left out, never 0), ``<column>_n``.
     ``cost_per_success`` is mean cost / mean accuracy (inf when nothing succeeded) when
     both columns are there. ``p_front`` is the share of draws (:class:`MeanDraws`) in which the
     candidate is on the Pareto front of the ``maximize``/``minimize`` columns present;
     ``note`` flags intervals that may fall short (few tasks).
+
+    The rows that count are :func:`metrickit._core.frame.counted_trials`'s under ``policy``
+    (running trials never count); ``table.attrs["notes"]`` says what was left out. ``by``
+    defaults to ``"candidate"``; a frame without the column is refused (StatsError naming
+    ``by=`` and the columns).
     """
     import narwhals as nw
     import pandas as pd
 
+    from metrickit._core.frame import counted_trials
+
+    nf = nw.from_native(frame, eager_only=True)
+    require_by(list(nf.columns), by, "candidate_table")
+    absent = [c for c in columns if c not in nf.columns]
+    if absent:
+        raise StatsError(f"candidate_table: column {absent[0]!r} is not in the frame; columns "
+                         f"are {list(nf.columns)}")
+    counted = counted_trials(frame, policy=policy)
+    frame = counted.frame
     nf = nw.from_native(frame, eager_only=True)
     codes, groups = group_codes(nf.get_column(by).to_numpy(), by)
     n_groups = len(groups)
@@ -409,4 +500,5 @@ def candidate_table(
         draws = MeanDraws(codes, n_groups, units, n_draws=n_draws, seed=seed).joint(front)
         table["p_front"] = pareto_probability(draws, maximize=maximize, minimize=minimize)
     table["note"] = notes
+    table.attrs["notes"] = counted.notes()
     return table

@@ -10,22 +10,30 @@ against scipy and statsmodels (the tests do exactly that):
 * :func:`bootstrap_ci`: the seeded, vectorised bootstrap behind the above, for any
   statistic; it draws the same resamples as ``scipy.stats.bootstrap`` given the same seed.
 * :func:`paired_difference` and :func:`mcnemar_exact`: two runs over the same items.
-* :func:`compare_runs`: two agents (or models, ...) of a trial table, task by task.
-* :func:`breakdown`: n, mean ± CI, errors, cost and latency per group.
+* :func:`compare_runs`: two candidates (or runs, models, ...) of a trial table, paired
+  task by task on the tasks both ran.
+* :func:`breakdown`: n, mean ± CI, errors, cost and latency per group (per candidate by
+  default).
+
+The trials that count are :func:`metrickit._core.frame.counted_trials`'s (running trials
+never do); a task is ``(source, task_name)`` (:func:`task_labels`).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from metrickit.errors import MetrickitError, StatsError
+
+if TYPE_CHECKING:
+    from metrickit._core.frame import Policy
 
 
 class _LazyScipyStats:
@@ -675,17 +683,21 @@ def _pandas(frame: Any) -> Any:
     return pd.DataFrame({c: nf.get_column(c).to_list() for c in nf.columns})
 
 
-def _finished(df: Any) -> tuple[Any, int]:
-    """Rows that are not still running, and how many were."""
-    if "_status" not in df.columns:
-        return df, 0
-    running = (df["_status"].astype(str) == "running").to_numpy()
-    if "_status" in df.columns and (df["_status"].astype(str) == "invalid").any():
-        raise StatsError(
-            "the table has invalid rows (from errors='report'); drop them explicitly "
-            "(trials[trials['_status'] != 'invalid']) before computing statistics"
+def require_by(columns: Sequence[str], by: str | Sequence[str], where: str) -> list[str]:
+    """The ``by`` column(s) as a list; StatsError naming ``by=`` and the columns there are
+    when one is missing (with a hint when it is ``candidate``, which every metrickit trial
+    reader fills but a table of your own may lack)."""
+    by_cols = [by] if isinstance(by, str) else list(by)
+    absent = [c for c in by_cols if c not in columns]
+    if absent:
+        hint = (
+            " (metrickit's trial readers fill it; for a table of your own pass by= naming "
+            "the column that tells the candidates apart)" if "candidate" in absent else ""
         )
-    return df[~running], int(running.sum())
+        raise StatsError(
+            f"{where}: by={by!r} is not a column of the table{hint}; columns are {list(columns)}"
+        )
+    return by_cols
 
 
 def _value_column(df: Any, value: str | None) -> str:
@@ -711,10 +723,12 @@ def _value_column(df: Any, value: str | None) -> str:
 
 @dataclass(frozen=True)
 class RunComparison:
-    """Two runs compared task by task, over the tasks both ran.
+    """Two candidates (or runs) compared task by task, over the tasks both ran.
 
-    The sampling unit is the task: each run's attempts of a task are averaged first, and
+    The sampling unit is the task: each side's attempts of a task are averaged first, and
     the comparison is over the per-task differences. Attempt labels never pair trials.
+    ``n_tasks`` says how many tasks were paired, ``only_a``/``only_b`` which were left out
+    (and ``notes`` repeats both).
 
     Attributes
     ----------
@@ -748,7 +762,7 @@ class RunComparison:
         the task is left out: overall minus leave-one-out), and ``trials_a``/``trials_b``
         (the trial folders, when the table has ``trial_dir``).
     only_a, only_b
-        Tasks that only one run has (not in the comparison).
+        Tasks that only one side ran (not in the comparison; ``b``'s under its own labels).
     notes
         Everything left out or not computed, and why.
     """
@@ -917,34 +931,52 @@ def compare_runs(
     a: Any,
     b: Any,
     *,
-    by: str = "agent",
+    by: str = "candidate",
     task: str = "task_name",
     value: str | None = None,
+    policy: Policy = "0.25",
+    task_map: Mapping[Any, Any] | Callable[[Any], Any] | None = None,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> RunComparison:
-    """Compare two runs (agents, models, ...) of a trial table, task by task.
+    """Compare two candidates (or runs, agents, models, ...) of a trial table, task by task.
 
-    Each run's attempts of a task are averaged; the headline is the mean of the per-task
-    differences with a paired t interval and test over tasks (its false-positive rate
-    stays at or below 5.6 % with 5-30 tasks in the coverage benchmark). McNemar's test is
-    added only when each paired task has one 0/1 trial per run.
+    Each side's attempts of a task are averaged; the headline is the mean of the per-task
+    differences over the tasks **both** sides ran, with a paired t interval and test over
+    tasks (its false-positive rate stays at or below 5.6 % with 5-30 tasks in the coverage
+    benchmark). McNemar's test is added only when each paired task has one 0/1 trial per
+    side. Tasks only one side ran are left out and listed (``only_a``, ``only_b``).
 
     Parameters
     ----------
     trials
-        A trial table from :func:`metrickit.read_harbor_job` (pandas or polars), or any
-        frame with the ``by``, ``task`` and value columns.
+        A trial table from any metrickit reader (pandas or polars), or any frame with the
+        ``by``, ``task`` and value columns.
     a, b
         The two values of ``by`` to compare.
     by
-        Column that tells the runs apart (``"agent"``, ``"model"``, ``"eval"``, ``"job"``).
+        Column that tells the sides apart: ``"candidate"`` (default: one recorded
+        configuration, what every reader fills), or ``"eval"``, ``"run"``, ``"agent"``,
+        ``"model"``, ... A table without the column is refused with a message naming
+        ``by=`` and the columns there are.
     task
-        Column that pairs them. ``task_name`` pairs within a ``source`` when the table
-        holds several (the label is then ``source/task_name``).
+        Column that pairs them. A task is ``(source, task_name)``: when the two sides' rows
+        hold several sources the label is ``source/task_name`` (a task without a source is
+        its own namespace, labelled by its name alone), so tasks of different sources never
+        pair by accident.
     value
-        Reward column; default the table's only reward key. Trials without a reward count
-        as 0 (Harbor 0.25's rule); running trials are left out and counted in ``notes``.
+        Reward column; default the only reward key the two sides have.
+    policy
+        Which trials count (:func:`metrickit._core.frame.counted_trials`): ``"0.25"``
+        (default) a finished trial without a valid reward counts as 0 (Harbor 0.25), ``"0.26"``
+        it is left out. Running trials never count; ``notes`` says how many were left out.
+        Trials whose evaluation has no ``value`` key (NA) are left out too, with a note.
+    task_map
+        Pairs tasks whose labels differ between the sides (a Terminal-Bench 1 run and a
+        Harbor run of the same tasks): renames ``b``'s task labels onto ``a``'s, as a
+        mapping (labels it lacks stay as they are) or a callable ``label -> label``. The
+        labels are those ``only_a``/``only_b`` show (``source/task_name`` when the sides
+        hold several sources). ``tasks["task_b"]`` keeps ``b``'s own label.
     confidence
         Confidence level of ``difference``.
     seed
@@ -953,47 +985,106 @@ def compare_runs(
     Returns
     -------
     RunComparison
+        The difference's interval stays within the range a difference of the values can
+        take (``[-1, 1]`` for 0/1 rewards).
 
     Raises
     ------
     StatsError
-        ``a`` or ``b`` absent, no task in common, no value column.
+        ``by`` or ``task`` not a column, ``a`` or ``b`` absent (or equal), no task in common,
+        no value column, a ``task_map`` that gives no label.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import metrickit as mk
+    >>> df = pd.DataFrame({"id": ["q1", "q2", "q3"] * 2, "model": ["m1"] * 3 + ["m2"] * 3,
+    ...                    "ok": [1, 1, 0, 0, 1, 0]})
+    >>> t = mk.trials_from_frame(df, task="id", reward="ok", model="model")
+    >>> result = mk.compare_runs(t, "m1", "m2")
+    >>> result.n_tasks, result.wins, result.losses, result.ties
+    (3, 1, 0, 2)
+    >>> -1 <= result.difference.low and result.difference.high <= 1
+    True
     """
     import pandas as pd
 
+    from metrickit._core.frame import counted_trials
+
     del seed
-    df, n_running = _finished(_pandas(trials))
-    for col in (by, task):
-        if col not in df.columns:
-            raise StatsError(f"{col!r} is not a column; columns are {list(df.columns)}")
+    df = _pandas(trials)
+    require_by(list(df.columns), by, "compare_runs")
+    if task not in df.columns:
+        raise StatsError(f"compare_runs: task={task!r} is not a column; columns are "
+                         f"{list(df.columns)}")
     labels = df[by]
-    present = list(dict.fromkeys(labels.tolist()))
+    present = list(dict.fromkeys(labels.dropna().tolist()))
+    sides = {}
     for name, label in (("a", a), ("b", b)):
-        if label not in present:
+        mask = _equals(labels, label)
+        if not mask.any():
             raise StatsError(f"{name}={label!r} is not a value of {by!r}; values are {present}")
+        sides[name] = mask
+    if (sides["a"] & sides["b"]).any():
+        raise StatsError(f"a and b are both {a!r}: compare two different values of {by!r}")
+    df = df[sides["a"] | sides["b"]].assign(_side=np.where(sides["a"][sides["a"] | sides["b"]],
+                                                           "a", "b"))
+    counted = counted_trials(df.reset_index(drop=True), policy=policy)
+    df = counted.frame
+    notes: list[str] = counted.notes()
     column = _value_column(df, value)
-    missing = df[column].isna().to_numpy()  # NA: the key is absent from a whole evaluation
-    for label in (a, b):
-        if missing[(labels == label).to_numpy()].all():
+    missing = pd.to_numeric(df[column]).isna().to_numpy()  # NA: absent from the evaluation
+    for side, label in (("a", a), ("b", b)):
+        rows = (df["_side"] == side).to_numpy()
+        if not rows.any():
+            raise StatsError(f"{label!r} has no trial that counts (policy {policy}: running "
+                             "trials never count)")
+        if missing[rows].all():
             raise StatsError(
                 f"{column!r} is missing (NA) for every trial of {label!r}: no trial of its "
                 "evaluation has that reward key, so there is nothing to compare; pick a "
                 "key both runs have"
             )
-    n_missing = int((missing & labels.isin([a, b]).to_numpy()).sum())
+    n_missing = int(missing.sum())
     if n_missing:
         df = df[~missing]
-        labels = df[by]
+        notes.append(
+            f"{n_missing} trial(s) left out: {column!r} is missing (NA) there, their "
+            "evaluation has no such key"
+        )
     df = df.assign(**{task: task_labels(df, task).to_numpy()})  # source/task when needed
-    da = df[labels == a]
-    db = df[labels == b]
+    is_b = (df["_side"] == "b").to_numpy()
+    df["_task_b"] = df[task]
+    if task_map is not None:
+        renamed = _map_tasks(df.loc[is_b, task], task_map)
+        df.loc[is_b, task] = renamed.to_numpy()
+        pairs = pd.DataFrame({"to": renamed.to_numpy(),
+                              "own": df.loc[is_b, "_task_b"].to_numpy()}).drop_duplicates()
+        merged = int((pairs["to"].value_counts() > 1).sum())
+        if merged:
+            notes.append(
+                f"task_map sends several of {b!r}'s tasks onto {merged} label(s): their "
+                "trials are averaged together there"
+            )
+    x = pd.to_numeric(df[column]).astype("float64")
+    df = df.assign(**{column: x.to_numpy()})
+    da = df[~is_b]
+    db = df[is_b]
     mean_a = da.groupby(task, sort=False)[column].agg(["size", "mean"])
     mean_b = db.groupby(task, sort=False)[column].agg(["size", "mean"])
     common = [t for t in mean_a.index if t in mean_b.index]
     only_a = [t for t in mean_a.index if t not in mean_b.index]
-    only_b = [t for t in mean_b.index if t not in mean_a.index]
+    own_b = db.groupby(task, sort=False)["_task_b"].agg(lambda s: list(dict.fromkeys(s)))
+    only_b = [o for t in mean_b.index if t not in mean_a.index for o in own_b[t]]
     if not common:
-        raise StatsError(f"{a!r} and {b!r} have no {task!r} in common; nothing to pair")
+        hint = "" if task_map is not None else (
+            "; pass task_map= when the two name their tasks differently (tasks of different "
+            "sources never pair by themselves)"
+        )
+        raise StatsError(
+            f"{a!r} and {b!r} have no {task!r} in common; nothing to pair ({a!r} tasks like "
+            f"{only_a[:3]}, {b!r} tasks like {only_b[:3]}){hint}"
+        )
     ma = mean_a.loc[common, "mean"].to_numpy(dtype=np.float64)
     mb = mean_b.loc[common, "mean"].to_numpy(dtype=np.float64)
     diff = ma - mb
@@ -1017,24 +1108,27 @@ def compare_runs(
             "influence": influence,
         }
     )
+    if task_map is not None:
+        table["task_b"] = [", ".join(map(str, own_b[t])) for t in common]
     if "trial_dir" in df.columns:
         for suffix, part in (("a", da), ("b", db)):
             folders = part.groupby(task, sort=False)["trial_dir"].agg(list)
             table["trials_" + suffix] = [folders.get(t, []) for t in common]
-    notes: list[str] = []
-    if n_running:
-        notes.append(f"{n_running} running trial(s) left out (no result yet)")
-    if n_missing:
-        notes.append(
-            f"{n_missing} trial(s) left out: {column!r} is missing (NA) there, their "
-            "evaluation has no such key"
-        )
     if only_a or only_b:
+        shown = "; ".join(
+            f"only {label!r} ran {len(tasks)}: {_few(tasks)}"
+            for label, tasks in ((a, only_a), (b, only_b)) if tasks
+        )
         notes.append(
-            f"{len(only_a) + len(only_b)} task(s) ran in only one of the two runs and are "
-            "not compared (only_a, only_b)"
+            f"paired on the {t_count} task(s) both ran; {len(only_a) + len(only_b)} task(s) "
+            f"ran in only one of the two runs and are left out ({shown}; see only_a, only_b)"
         )
     interval, pvalue = paired_t(diff, confidence=confidence)
+    # A difference of two means of values in [lo, hi] lies within [-(hi - lo), hi - lo].
+    span = float(x.max() - x.min()) if len(x) else math.nan
+    if math.isfinite(span) and (interval.low < -span or interval.high > span):
+        interval = replace(interval, low=max(interval.low, -span), high=min(interval.high, span))
+        notes.append(f"the t interval is cut to the range a difference can take (±{span:g})")
     sd = float(diff.std(ddof=1)) if t_count > 1 else math.nan
     detectable = _detectable(sd, t_count, 1 - confidence, 0.8) if t_count > 1 else math.inf
     underpowered = bool(
@@ -1042,6 +1136,12 @@ def compare_runs(
     ) if t_count > 1 else True
     if t_count < 2:
         notes.append("one paired task only: no interval and no test")
+    elif underpowered and math.isfinite(span) and detectable >= span > 0:
+        notes.append(
+            f"underpowered: with {t_count} tasks and this spread no difference within the "
+            f"range a difference can take (±{span:g}) would be found 80 % of the time; not "
+            "finding one says little"
+        )
     elif underpowered:
         notes.append(
             f"underpowered: with {t_count} tasks and this spread a difference must be about "
@@ -1068,6 +1168,42 @@ def compare_runs(
         only_b=only_b,
         notes=notes,
     )
+
+
+def _equals(labels: Any, label: Any) -> npt.NDArray[np.bool_]:
+    """Rows whose label is ``label`` (a null label matches nothing; no NA ambiguity)."""
+    values = labels.tolist()
+    return np.fromiter((not _null(v) and bool(v == label) for v in values), dtype=bool,
+                       count=len(values))
+
+
+def _map_tasks(labels: Any, task_map: Mapping[Any, Any] | Callable[[Any], Any]) -> Any:
+    """``labels`` (a pandas Series) renamed by ``task_map``; StatsError where it gives none."""
+    if callable(task_map):
+        mapper = task_map
+    elif isinstance(task_map, Mapping):
+        def mapper(label: Any) -> Any:
+            return task_map.get(label, label)
+    else:
+        raise StatsError(
+            f"task_map={task_map!r}; expected a mapping of task labels or a callable "
+            "label -> label"
+        )
+    out = {}
+    for label in dict.fromkeys(labels.tolist()):
+        mapped = mapper(label)
+        if _null(mapped):
+            raise StatsError(
+                f"task_map gave {mapped!r} for the task {label!r}; expected a task label (one "
+                "of the other side's, or any other to leave the task unpaired)"
+            )
+        out[label] = mapped
+    return labels.map(out)
+
+
+def _few(items: Sequence[Any], n: int = 5) -> str:
+    shown = ", ".join(map(str, items[:n]))
+    return shown + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def _mcnemar_single_attempt(
@@ -1145,29 +1281,54 @@ def task_codes(
 
 
 def task_labels(frame: Any, task: str) -> Any:
-    """The task of each row as a pandas Series. ``task_name`` ids are only unique within
-    their ``source`` (sample ``0`` of two lm-eval tasks, a task id two Inspect tasks share),
-    so when a trial table holds several sources the label is ``source/task_name``."""
+    """The task of each row as a pandas Series of labels.
+
+    A task is ``(source, task_name)``: ``task_name`` ids are only unique within their
+    ``source`` (sample ``0`` of two lm-eval tasks, a task id two Inspect tasks share). So
+    when the rows hold several sources the label is ``source/task_name``; rows without a
+    source are a namespace of their own, labelled by the task name alone (never
+    ``nan/...``, and never merged with each other or with a task of a named source).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"task_name": ["x", "x", "y"], "source": ["s", None, None]})
+    >>> task_labels(df, "task_name").tolist()
+    ['s/x', 'x', 'y']
+    """
     import narwhals as nw
     import pandas as pd
 
     nf = nw.from_native(frame, eager_only=True)
     labels = pd.Series(nf.get_column(task).to_list(), dtype=object)
     if task == "task_name" and "source" in nf.columns:
-        sources = pd.Series(nf.get_column("source").to_list(), dtype=object)
-        if sources.nunique(dropna=False) > 1:
-            labels = sources.astype(str) + "/" + labels.astype(str)
+        sources = nf.get_column("source").to_list()
+        null = [_null(s) for s in sources]
+        named = {s for s, n in zip(sources, null, strict=True) if not n}
+        if len(named) + any(null) > 1:
+            labels = pd.Series(
+                [str(t) if n else f"{s}/{t}"
+                 for s, t, n in zip(sources, labels.tolist(), null, strict=True)],
+                dtype=object,
+            )
     return labels
+
+
+def _null(value: Any) -> bool:
+    import pandas as pd
+
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
 
 
 def breakdown(
     trials: Any,
-    by: str | Sequence[str] = ("eval",),
+    by: str | Sequence[str] = "candidate",
     *,
     value: str | None = None,
     method: MeanMethod | str = "auto",
     confidence: float = 0.95,
     cluster: str | None = "auto",
+    policy: Policy = "0.25",
     seed: int = 0,
 ) -> Any:
     """One row per group: n, tasks, mean ± CI, errors, mean cost and mean latency.
@@ -1175,10 +1336,13 @@ def breakdown(
     Parameters
     ----------
     trials
-        A trial table from :func:`metrickit.read_harbor_job` (or any frame with the
-        ``by`` and value columns).
+        A trial table from any metrickit reader (or any frame with the ``by`` and value
+        columns).
     by
-        Column(s) to group by, e.g. ``["agent", "model"]`` or ``"task_name"``.
+        Column(s) to group by: ``"candidate"`` (default: one recorded configuration, what
+        every reader fills), or e.g. ``"eval"`` (Harbor's evaluations), ``["agent",
+        "model"]``, ``"task_name"``. A table without the column is refused with a message
+        naming ``by=`` and the columns there are.
     value
         Reward column; default the table's only reward key.
     method
@@ -1188,6 +1352,10 @@ def breakdown(
     cluster
         The task column; ``"auto"`` takes ``task_name`` (or ``task``, ``case_id``, ...)
         when the frame has one. ``None`` treats every trial as independent (explicitly).
+    policy
+        Which trials count (:func:`metrickit._core.frame.counted_trials`): ``"0.25"``
+        (default) a finished trial without a valid reward counts as 0, ``"0.26"`` it is
+        left out (the group's ``note`` says how many). Running trials never count.
     confidence, seed
         As in :func:`mean_ci`.
 
@@ -1196,40 +1364,53 @@ def breakdown(
     DataFrame (same backend as ``trials``)
         Columns ``*by, n, n_tasks, mean, se, ci_low, ci_high, method, note, n_errors,
         n_running, mean_cost_usd, mean_latency_ms``. Running trials are not in ``n`` or
-        the mean; ``n_running`` counts them. Errors are trials with an
-        ``exception_type``; latency is ``total_ms`` (the whole trial). ``note`` flags
-        intervals whose coverage may fall short ("few tasks").
+        the mean; ``n_running`` counts them (a running trial whose configuration is not
+        recorded yet belongs to no group). A trial whose evaluation has no ``value`` key
+        (NA) is left out of ``n`` and the mean, and ``note`` says so. Errors are finished
+        trials with an ``exception_type``; latency is ``total_ms`` (the whole trial).
+        ``note`` also flags intervals whose coverage may fall short ("few tasks").
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import metrickit as mk
+    >>> df = pd.DataFrame({"id": ["q1", "q2"] * 2, "model": ["m1", "m1", "m2", "m2"],
+    ...                    "ok": [1, 0, 1, 1]})
+    >>> t = mk.trials_from_frame(df, task="id", reward="ok", model="model")
+    >>> mk.breakdown(t)[["candidate", "n", "n_tasks", "mean"]]
+      candidate  n  n_tasks  mean
+    0        m1  2        2   0.5
+    1        m2  2        2   1.0
     """
     import pandas as pd
+
+    from metrickit._core.frame import counted_trials, ungrouped_running
 
     if method not in MEAN_METHODS:
         raise StatsError(f"method={method!r}; expected one of {', '.join(map(repr, MEAN_METHODS))}")
     original = trials
     df_all = _pandas(trials)
-    by_cols = [by] if isinstance(by, str) else list(by)
-    for col in by_cols:
-        if col not in df_all.columns:
-            raise StatsError(f"by={col!r} is not a column; columns are {list(df_all.columns)}")
-    running_mask = (
-        (df_all["_status"].astype(str) == "running").to_numpy()
-        if "_status" in df_all.columns
-        else np.zeros(len(df_all), dtype=bool)
-    )
+    by_cols = require_by(list(df_all.columns), by, "breakdown")
     # A running trial whose group is not known yet (Harbor writes config.json after the
     # folder) forms no group of its own: it never counts, and it is not a candidate.
-    unknown = running_mask & df_all[by_cols].isna().any(axis=1).to_numpy()
+    unknown = ungrouped_running(df_all, by_cols)
     if unknown.any():
         df_all = df_all[~unknown].reset_index(drop=True)
-        running_mask = running_mask[~unknown]
-    df, _ = _finished(df_all)
+    counted = counted_trials(df_all, policy=policy)
+    df = counted.frame
+    every = np.ones(len(df_all), dtype=bool)
+    done = every if counted.keep is None else np.asarray(counted.keep, dtype=bool)
+    running_mask = ~every if counted.running is None else np.asarray(counted.running, dtype=bool)
+    left_out_mask = ~done & ~running_mask  # policy 0.26: no valid reward
     column = _value_column(df, value)
     keys_all = pd.Series(
         list(zip(*(df_all[c].tolist() for c in by_cols), strict=True)), dtype=object
     )
     codes, uniques = pd.factorize(keys_all, use_na_sentinel=False)
-    done = ~running_mask
     x = pd.to_numeric(df_all[column]).to_numpy(dtype=np.float64, na_value=np.nan)
+    na = done & np.isnan(x)  # the key is absent from the trial's whole evaluation
     x = np.where(done, x, np.nan)
+    measured = done & ~na
     units, _ = task_codes(df_all, cluster)
     n_groups = len(uniques)
     if method == "auto":
@@ -1241,9 +1422,9 @@ def breakdown(
     else:
         cis = []
         for i in range(n_groups):
-            rows = (codes == i) & done
+            rows = (codes == i) & measured
             if not rows.any():
-                cis.append(Interval(math.nan, math.nan, math.nan, math.nan, 0, "none", 0.95))
+                cis.append(Interval(math.nan, math.nan, math.nan, math.nan, 0, "none", confidence))
                 continue
             clusters = units[rows] if units is not None else None
             cis.append(mean_ci(x[rows], method=method, confidence=confidence,
@@ -1253,29 +1434,36 @@ def breakdown(
             "ci_low": [c.low for c in cis], "ci_high": [c.high for c in cis],
             "method": [c.method for c in cis], "note": [c.note for c in cis],
         }
-    n_done = np.bincount(codes, weights=done, minlength=n_groups).astype(int)
+    n_measured = np.bincount(codes, weights=measured, minlength=n_groups).astype(int)
     # NA: the key is absent from a trial's whole evaluation; such trials carry no value
-    n_na = np.bincount(codes, weights=np.isnan(x) & done, minlength=n_groups).astype(int)
+    n_na = np.bincount(codes, weights=na, minlength=n_groups).astype(int)
+    n_left = np.bincount(codes, weights=left_out_mask, minlength=n_groups).astype(int)
     group_notes = list(stats_cols["note"])
+
+    def add(i: int, text: str) -> None:
+        group_notes[i] = f"{group_notes[i]}; {text}" if group_notes[i] else text
+
     for i in np.flatnonzero(n_na).tolist():
-        if n_na[i] == n_done[i]:
+        if not n_measured[i]:
             group_notes[i] = f"{column!r} is missing (NA): no trial here has that reward key"
         else:
-            left_out = f"{n_na[i]} trial(s) without {column!r} left out"
-            group_notes[i] = f"{group_notes[i]}; {left_out}" if group_notes[i] else left_out
+            add(i, f"{n_na[i]} trial(s) without {column!r} (missing, NA) left out")
+    for i in np.flatnonzero(n_left).tolist():
+        add(i, f"{n_left[i]} trial(s) without a valid reward left out (policy {policy})")
     stats_cols["note"] = group_notes
     if units is not None:
-        pairs = pd.DataFrame({"g": codes[done], "t": units[done]}).drop_duplicates()
+        pairs = pd.DataFrame({"g": codes[measured], "t": units[measured]}).drop_duplicates()
         n_tasks = np.bincount(pairs["g"].to_numpy(), minlength=n_groups)
     else:
-        n_tasks = n_done
+        n_tasks = n_measured
     out = pd.DataFrame({c: [label[i] for label in uniques] for i, c in enumerate(by_cols)})
-    out["n"] = n_done
+    out["n"] = n_measured
     out["n_tasks"] = n_tasks
     for stat_name, stat_values in stats_cols.items():
         out[stat_name] = stat_values
-    finished = df_all[done]
-    fin_codes = codes[done]
+    finished_mask = ~running_mask
+    finished = df_all[finished_mask]
+    fin_codes = codes[finished_mask]
 
     def group_mean(col: str) -> Any:
         if col not in df_all.columns:

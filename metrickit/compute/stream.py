@@ -43,10 +43,10 @@ def _frame_pieces(
     batches: Iterable[Any], by: str | Sequence[str] | None
 ) -> Iterator[tuple[Any, Piece]]:
     """(group label, piece) for eager frames given in row order."""
-    from metrickit._core.frame import finished_trials, group_indices, reward_arrays
+    from metrickit._core.frame import counted_trials, group_indices, reward_arrays
 
     for batch in batches:
-        batch = finished_trials(batch)
+        batch = counted_trials(batch).frame  # running trials never count
         _, values, is_int, present = reward_arrays(batch)
         n = len(batch)
         if by is None:

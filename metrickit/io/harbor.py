@@ -5,15 +5,32 @@ trial holding the trial's own ``result.json`` (see ``docs/contracts.md``, sectio
 :func:`read_harbor_job` turns one job, several, or a folder of jobs into one row per
 trial:
 
-``job``, ``eval``, ``agent``, ``agent_version``, ``model``, ``model_provider``, ``source``
+``run``, ``job``
+    the job's ``job_name`` (its ``config.json``), else the job folder's name. ``run`` is
+    unique per job folder: two folders given with the same name (six jobs all in folders
+    called ``job`` have distinct names; two copies of one job do not) become
+    ``<parent>/<name>``, so two folders never merge into one run.
+``candidate``
+    the label of the trial's recorded configuration (``metrickit._core.identity``): jobs
+    whose agent, version, model, agent kwargs and dataset (version) all agree pool into one
+    candidate, any difference keeps them apart (``agent · model · harness=pi``).
+``agent_kwargs``, ``kwarg_<name>``
+    ``config.agent.kwargs`` (the agent's ``--ak`` settings) as canonical JSON (null when
+    empty), and one text column per kwarg; for a running trial, from its own
+    ``config.json``.
+``dataset``, ``dataset_version``, ``harness_version``
+    the trial's ``source``; the ``version`` (or ``ref``) the job's ``config.json``
+    ``datasets`` give that dataset (null for a local dataset); ``harbor.version`` from the
+    job's ``lock.json`` (Harbor >= 0.18). ``variant`` and ``task_group``: null.
+``eval``, ``agent``, ``agent_version``, ``model``, ``model_provider``, ``source``
     where the trial belongs. ``eval`` is Harbor's evaluation key
     ``agent__model__source`` (``agent__source`` without a model, source ``adhoc`` when the
     task has none); ``model`` is ``agent_info.model_info.name``, which Harbor already
     stores without the provider prefix (``anthropic/claude-sonnet-4-5`` →
     ``claude-sonnet-4-5``).
 ``task_name``, ``trial_name``, ``attempt``
-    ``attempt`` numbers the trials of one task within a job and evaluation, 1, 2, ... in
-    order of start time.
+    ``attempt`` numbers the trials of one task within a job (folder) and evaluation, 1,
+    2, ... in order of start time.
 ``_status``
     ``"ok"`` (a reward with keys), ``"empty"`` (``{}``), ``"null"`` (no verifier result:
     no reward), ``"running"`` (a trial folder without ``result.json``; Harbor is still
@@ -39,8 +56,8 @@ trial:
 ``agent_execution_ms``, ``verifier_ms``, ``total_ms``
     UTC timestamps and phase durations in milliseconds. For a multi-step trial the agent
     and verifier durations are summed over its steps.
-``trial_dir``
-    the trial's folder.
+``trial_dir``, ``format``
+    the trial's folder; ``"harbor"``.
 """
 
 from __future__ import annotations
@@ -62,7 +79,9 @@ from metrickit.io.harbor_trials import (
     RUNNING,
     TrialRecord,
     find_jobs,
+    job_info,
     read_trial,
+    run_names,
     running_row,
     subdirs,
 )
@@ -153,6 +172,9 @@ def read_harbor_job(
             raise HarborJobError("read_harbor_job got an empty list; pass at least one job folder")
     jobs = [job for root in roots for job in find_jobs(root)]
     _refuse_repeats(jobs)
+    infos = [job_info(job) for job in jobs]
+    runs = dict(zip(jobs, run_names(jobs, [i.name for i in infos]), strict=True))
+    info_of = dict(zip(jobs, infos, strict=True))
     folders = [(job, trial) for job in jobs for trial in subdirs(job)]
     trials = _read_all([f for _, f in folders], progress)
     problems = [t.problem for t in trials if t.problem is not None]
@@ -174,8 +196,16 @@ def read_harbor_job(
     for (job, folder), t in zip(folders, trials, strict=True):
         if t.status == RUNNING:
             t.row = running_row(folder, known)
-        t.row["job"] = job.name
-        t.row["trial_dir"] = str(folder)
+        info = info_of[job]
+        t.row.update(
+            run=runs[job],
+            job=info.name,
+            dataset=t.row["source"],
+            dataset_version=info.dataset_versions.get(t.row["source"] or ""),
+            harness_version=info.harness_version,
+            format="harbor",
+            trial_dir=str(folder),
+        )
     frame = _build(trials, backend)
     return (frame, problems) if errors == "report" else frame
 
@@ -218,12 +248,12 @@ def _order(trials: list[TrialRecord]) -> list[int]:
     far = datetime.max.replace(tzinfo=UTC)
     job_rank: dict[str, int] = {}
     for t in trials:
-        job_rank.setdefault(t.row["job"], len(job_rank))
+        job_rank.setdefault(t.row["run"], len(job_rank))
 
     def key(i: int) -> tuple[Any, ...]:
         row = trials[i].row
         started = row["started_at"]
-        return (job_rank[row["job"]], started is None, started or far, row["trial_name"] or "")
+        return (job_rank[row["run"]], started is None, started or far, row["trial_name"] or "")
 
     return sorted(range(len(trials)), key=key)
 
@@ -231,10 +261,11 @@ def _order(trials: list[TrialRecord]) -> list[int]:
 def _build(trials: list[TrialRecord], backend: Backend) -> Any:
     order = _order(trials)
     trials = [trials[i] for i in order]
-    # attempt: 1, 2, ... per (job, eval, task) in row order
+    # attempt: 1, 2, ... per (job, eval, task) in row order; ``run`` is the job folder
+    # (two folders with one job_name are two runs, never one job's attempts)
     seen: dict[tuple[Any, Any, Any], int] = {}
     for t in trials:
-        k = (t.row["job"], t.row["eval"], t.row["task_name"])
+        k = (t.row["run"], t.row["eval"], t.row["task_name"])
         seen[k] = seen.get(k, 0) + 1
         t.row["attempt"] = seen[k]
     rows = []

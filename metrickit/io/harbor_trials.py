@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import LEADING_COLUMNS, TRAILING_COLUMNS, eval_key
 from metrickit._core.values import INVALID, NULL, check_value
 from metrickit.errors import HarborJobError, Problem
@@ -96,6 +97,88 @@ def subdirs(folder: Path) -> list[Path]:
         (p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=lambda p: p.name,
     )
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What a job folder records about its run, beside its trials."""
+
+    #: the job's ``job_name`` (its ``config.json``), else the folder's name
+    name: str
+    #: dataset name (a trial's ``source``) -> the version or ref the job's ``datasets``
+    #: give it; a local dataset (``path``) has none
+    dataset_versions: dict[str, str]
+    #: ``harbor.version`` from the job's ``lock.json`` (Harbor >= 0.18 writes one)
+    harness_version: str | None
+
+
+def job_info(job: Path) -> JobInfo:
+    """The run-level facts of one job folder: its name, dataset versions, Harbor version.
+
+    A ``config.json`` or ``lock.json`` that is missing or not JSON records nothing (a job
+    Harbor is still starting); one that is JSON with a field of the wrong type raises
+    :class:`~metrickit.errors.HarborJobError` naming the file, the field and the value.
+    """
+    config = load_json(job / "config.json")
+    name = job.name
+    versions: dict[str, str] = {}
+    if isinstance(config, dict):
+        where = job / "config.json"
+        recorded = config.get("job_name")
+        if recorded is not None and not isinstance(recorded, str):
+            raise _job_error(where, "job_name", recorded, "a string")
+        name = recorded or name
+        datasets = config.get("datasets")
+        if datasets is not None and not isinstance(datasets, list):
+            raise _job_error(where, "datasets", datasets, "a list of dataset configs")
+        for i, entry in enumerate(datasets or []):
+            if not isinstance(entry, dict):
+                raise _job_error(where, f"datasets[{i}]", entry, "an object")
+            dataset = entry.get("name")
+            if dataset is None and isinstance(entry.get("path"), str):
+                dataset = Path(entry["path"]).name  # a local dataset: its folder's name
+            # Harbor's registry datasets carry a ``version`` (older) or a ``ref`` (newer)
+            version = entry.get("version") if entry.get("version") is not None else entry.get("ref")
+            for field_name, value in (("name", dataset), ("version", version)):
+                if value is not None and not isinstance(value, str | int | float):
+                    raise _job_error(where, f"datasets[{i}].{field_name}", value, "a string")
+            if dataset is not None and version is not None:
+                versions[str(dataset)] = str(version)
+    lock = load_json(job / "lock.json")
+    harness = None
+    if isinstance(lock, dict) and lock.get("harbor") is not None:
+        harbor = lock["harbor"]
+        if not isinstance(harbor, dict):
+            raise _job_error(job / "lock.json", "harbor", harbor, "an object")
+        harness = harbor.get("version")
+        if harness is not None and not isinstance(harness, str):
+            raise _job_error(job / "lock.json", "harbor.version", harness, "a string")
+    return JobInfo(name, versions, harness)
+
+
+def _job_error(file: Path, name: str, value: Any, expected: str) -> HarborJobError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return HarborJobError(
+        f"{file}: field {name!r} is {shown} ({type(value).__name__}); expected {expected}"
+    )
+
+
+def run_names(jobs: list[Path], names: list[str]) -> list[str]:
+    """One ``run`` per job folder: its name, unless another folder given has the same
+    name (two copies of one job, six jobs all called ``job``): then
+    ``<parent folder>/<name>``, and the whole path where even that repeats. Two job
+    folders are never merged into one run."""
+    runs = list(names)
+    for widen in (lambda job, name: f"{job.parent.name}/{name}", lambda job, _: str(job)):
+        counts: dict[str, int] = {}
+        for run in runs:
+            counts[run] = counts.get(run, 0) + 1
+        if all(c == 1 for c in counts.values()):
+            break
+        runs = [widen(job, run_name) if counts[run] > 1 else run
+                for job, run, run_name in zip(jobs, runs, names, strict=True)]
+    return runs
 
 
 def find_jobs(path: Path) -> list[Path]:
@@ -282,6 +365,7 @@ def _parse_trial(obj: Any, folder: Path) -> tuple[dict[str, Any], dict[str, Any]
     model = _field(model_info, "name", (str,), "a string", where) if model_info else None
     provider = _field(model_info, "provider", (str,), "a string", where) if model_info else None
     source = _field(obj, "source", (str,), "a string or null")
+    kwargs = _agent_kwargs(obj)
 
     steps_raw = obj.get("step_results")
     if steps_raw is not None and not isinstance(steps_raw, list):
@@ -339,6 +423,7 @@ def _parse_trial(obj: Any, folder: Path) -> tuple[dict[str, Any], dict[str, Any]
         "agent_version": _field(agent_info, "version", (str,), "a string", "agent_info."),
         "model": model,
         "model_provider": provider,
+        "agent_kwargs": canonical_kwargs(kwargs),
         "source": source,
         "task_name": task_name,
         "trial_name": trial_name,
@@ -375,6 +460,22 @@ def _parse_trial(obj: Any, folder: Path) -> tuple[dict[str, Any], dict[str, Any]
     return row, rewards
 
 
+def _agent_kwargs(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """``config.agent.kwargs`` of a TrialResult: the agent's own settings (``--ak``), part
+    of what a candidate is. Older layouts without ``config`` record none."""
+    config = obj.get("config")
+    agent = config.get("agent") if isinstance(config, dict) else None
+    if not isinstance(agent, dict):
+        return None
+    kwargs = agent.get("kwargs")
+    if kwargs is None or isinstance(kwargs, dict):
+        return kwargs
+    raise _Bad(
+        f"field 'config.agent.kwargs' is {kwargs!r} ({type(kwargs).__name__}); expected an "
+        "object of the agent's keyword arguments or null"
+    )
+
+
 def _empty_row(folder: Path) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys((*LEADING_COLUMNS, *TRAILING_COLUMNS))
     row.update(
@@ -406,6 +507,9 @@ def running_row(folder: Path, known: dict[tuple[Any, Any], dict[str, Any]]) -> d
         row["task_name"] = name
     source = task.get("source") if isinstance(task.get("source"), str) else None
     row["source"] = source
+    # the trial's own config.json holds the same agent kwargs its result.json will
+    kwargs = agent.get("kwargs")
+    row["agent_kwargs"] = canonical_kwargs(kwargs) if isinstance(kwargs, dict) else None
     agent_name = agent.get("name") if isinstance(agent.get("name"), str) else None
     model_name = agent.get("model_name") if isinstance(agent.get("model_name"), str) else None
     row["agent"] = agent_name
@@ -414,7 +518,11 @@ def running_row(folder: Path, known: dict[tuple[Any, Any], dict[str, Any]]) -> d
     if same is not None:
         row.update(same)
     elif model_name:
-        row["model"] = model_name
+        # Harbor records "provider/model" as model_info {name, provider}: split it the
+        # same way, so the running trial's configuration is the finished trials' one
+        provider, sep, name = model_name.partition("/")
+        row["model"], row["model_provider"] = (name, provider) if sep and name else (
+            model_name, None)
     if agent_name:
         row["eval"] = eval_key(agent_name, row["model"], source)
     return row

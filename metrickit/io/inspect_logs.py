@@ -5,8 +5,20 @@
 ``read_eval_log_sample_summaries``; never a parser of its own) into one row per sample and
 epoch, with the columns of :func:`metrickit.read_harbor_job`:
 
-``job``
-    the eval's ``run_id`` (one ``inspect eval`` call; all its logs share it).
+``run``, ``job``
+    ``run`` is the log's ``eval.eval_id`` (one task on one model: one log; else its
+    ``run_id``, else the file; two files of one ``eval_id`` are ``<eval_id>/<file name>``),
+    ``job`` the eval's ``run_id`` (one ``inspect eval`` call; all its logs share it).
+``candidate``
+    the label of the log's recorded configuration (``metrickit._core.identity``): logs of
+    one solver, model, solver arguments and task (version) pool, any difference keeps them
+    apart (``generate · gpt-4o · dataset=popularity``).
+``agent_kwargs``, ``kwarg_<name>``
+    ``eval.solver_args`` (the arguments of a solver given to the eval) as canonical JSON,
+    one ``kwarg_<name>`` text column per argument; null without them.
+``dataset``, ``dataset_version``, ``harness_version``
+    the task name; ``eval.task_version`` as text; the ``inspect_ai`` version the log
+    records in ``eval.packages``. ``variant`` and ``task_group``: null.
 ``agent``
     ``eval.solver`` when the eval was given a solver (``--solver``/``solver=``), else the
     names of the plan's solvers joined with ``+`` (``generate``, ``system_message+generate``),
@@ -21,8 +33,13 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
     the sample id (as text), the epoch (1, 2, ...) and the sample's ``uuid``.
 ``_status``, ``has_reward``, ``reward_valid``
     ``ok`` (scores), ``empty`` (a sample scored by no scorer), ``null`` (no scores: the
-    sample failed with an error, or an eval that ended in ``error``/``cancelled`` never ran
-    it), ``running`` (the log's status is ``started`` and the sample is not complete yet).
+    sample failed with an error), ``running`` (the log's status is ``started`` and the
+    sample is not complete yet, or not begun: ``dataset.sample_ids`` x epochs).
+    Only samples the log holds are trials: samples an eval that ended in
+    ``error``/``cancelled`` never ran give no row (a row would count as 0) and a
+    :class:`~metrickit.errors.MetrickitWarning` with their count; a finished log that
+    stores no samples at all (``--no-log-samples``) gives no row and a warning quoting its
+    header's results (completed samples, each scorer's metrics).
     ``reward_valid`` is ``has_reward`` and no sample error; a sample stopped by a limit keeps
     a valid reward (Inspect scores it), as Harbor keeps the reward of an agent timeout.
 ``<scorer>``, ``<scorer>.<key>``
@@ -39,8 +56,7 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
     a sample error: the exception class from Inspect's message (``RuntimeError`` from
     ``RuntimeError('boom')``; ``EvalError`` when the message has no class name) and the
     message; a limit: ``<type>_limit`` with Inspect's option names (``token_limit``,
-    ``message_limit``, ``time_limit``, ``working_limit``, ...) and the limit's reason;
-    samples the eval never ran: ``eval_error``/``eval_cancelled`` and the eval's error.
+    ``message_limit``, ``time_limit``, ``working_limit``, ...) and the limit's reason.
 ``n_input_tokens``, ``n_cache_tokens``, ``n_output_tokens``, ``cost_usd``
     the sample's ``model_usage`` summed over every model it called (scorer models too):
     ``input_tokens``, ``input_tokens_cache_read``, ``output_tokens``, ``total_cost``; null
@@ -48,9 +64,9 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
 ``started_at``, ``finished_at``, ``total_ms``, ``agent_execution_ms``
     the sample's start and completion times; ``total_time`` and ``working_time`` (clock
     time minus waits for rate limits, retries and approvals) in milliseconds.
-``trial_dir``
-    the log file. ``agent_version``, ``step_exception_type``, ``n_steps``, the other phase
-    durations: null.
+``trial_dir``, ``format``
+    the log file; ``"inspect"``. ``agent_version``, ``step_exception_type``, ``n_steps``,
+    the other phase durations: null.
 
 Needs ``inspect_ai`` (``pip install 'metrickit[inspect]'``).
 """
@@ -60,12 +76,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
-from metrickit.errors import TrialSourceError
+from metrickit.errors import MetrickitWarning, TrialSourceError
 from metrickit.io.trials import Backend, build_trials, empty_row, parse_time, split_model
 
 __all__ = ["read_inspect_log"]
@@ -105,6 +123,14 @@ def read_inspect_log(
     DataFrame
         The trial table (see the module docstring for the columns), logs in file-name order
         (Inspect names logs by their start time), samples in the order Inspect lists them.
+        Logs without samples give an empty trial table (with the columns).
+
+    Warns
+    -----
+    MetrickitWarning
+        A finished log that stores no samples (naming the file and quoting its header's
+        results), or an eval that ended in ``error``/``cancelled`` before running samples
+        it planned (with their count): neither gives trial rows for what it did not store.
 
     Raises
     ------
@@ -129,7 +155,20 @@ def read_inspect_log(
     where: list[str] = []
     for file in files:
         _read_one(inspect_log, file, rows, rewards, where)
+    _unique_runs(rows)
     return build_trials(rows, rewards, backend, where=where)
+
+
+def _unique_runs(rows: list[dict[str, Any]]) -> None:
+    """One run per log file: two files of one ``eval_id`` (a log and its copy converted to
+    the other format) become ``<eval_id>/<file name>``, two runs, never one run holding
+    each sample twice."""
+    files_of: dict[str, set[str]] = {}
+    for row in rows:
+        files_of.setdefault(row["run"], set()).add(row["trial_dir"])
+    for row in rows:
+        if len(files_of[row["run"]]) > 1:
+            row["run"] = f"{row['run']}/{Path(row['trial_dir']).name}"
 
 
 def _log_files(
@@ -181,17 +220,42 @@ def _read_one(
     agent = _agent(header)
     model, provider = split_model(header.eval.model)
     source = header.eval.task
+    solver_args = header.eval.solver_args
+    if solver_args is not None and not isinstance(solver_args, Mapping):
+        raise TrialSourceError(
+            f"{location}: eval.solver_args is {solver_args!r} ({type(solver_args).__name__}); "
+            "expected an object of the solver's arguments or null"
+        )
+    version = header.eval.task_version
     base = empty_row()
     base.update(
+        # one log is one run: its eval_id (Inspect >= 0.3.5x), else the run_id it shares
+        # with the other tasks of its ``inspect eval`` call, else the file
+        run=getattr(header.eval, "eval_id", None) or header.eval.run_id or location,
         job=header.eval.run_id or None,
         eval=eval_key(agent, model, source),
         agent=agent,
         model=model,
         model_provider=provider,
+        agent_kwargs=canonical_kwargs(dict(solver_args)) if solver_args else None,
+        dataset=source,
+        dataset_version=None if version is None else str(version),
+        harness_version=(header.eval.packages or {}).get("inspect_ai"),
+        format="inspect",
         source=source,
         trial_dir=location,
     )
     status = header.status
+    if not summaries and status != "started":
+        # A log that stored no samples (``--no-log-samples``, a log trimmed of them): no
+        # trial to read. Its header's results are aggregates, not trials: say so, add none.
+        warnings.warn(
+            f"{location}: the log stores no samples (status {status!r}), so it gives no "
+            f"trial rows; its header reports {_results_text(header)}",
+            MetrickitWarning,
+            stacklevel=3,
+        )
+        return
     seen: set[tuple[str, int]] = set()
     for s in summaries:
         row = dict(base)
@@ -225,39 +289,69 @@ def _read_one(
         rows.append(row)
         rewards.append(reward)
         where.append(label)
-    if status != "success":
-        _unrun(header, base, seen, location, rows, rewards, where)
-
-
-def _unrun(
-    header: Any,
-    base: dict[str, Any],
-    seen: set[tuple[str, int]],
-    location: str,
-    rows: list[dict[str, Any]],
-    rewards: list[dict[str, Any] | None],
-    where: list[str],
-) -> None:
-    """Rows for the samples an unfinished eval planned and has not (or never) run."""
-    ids = header.eval.dataset.sample_ids
-    if not ids:
+    unrun = _unrun(header, seen)
+    if not unrun:
         return
-    epochs = header.eval.config.epochs or 1
-    message = header.error.message if header.error is not None else None
-    for epoch in range(1, int(epochs) + 1):
-        for sample_id in ids:
-            if (str(sample_id), epoch) in seen:
-                continue
+    if status == "started":
+        # still running: the samples it has not reached yet are running trials (never
+        # counted), as Harbor's trial folders without result.json are
+        for sample_id, epoch in unrun:
             row = dict(base)
-            row.update(task_name=str(sample_id), attempt=epoch)
-            if header.status == "started":
-                row["_status"] = "running"
-            else:
-                row["exception_type"] = f"eval_{header.status}"
-                row["exception_message"] = message
+            row.update(task_name=str(sample_id), attempt=epoch, _status="running")
             rows.append(row)
             rewards.append(None)
             where.append(f"{location}: sample {sample_id!r} epoch {epoch}")
+    elif status != "success":
+        # an eval that ended in error or was cancelled never ran these: no result, so no
+        # trial (a row would count as 0 under Harbor 0.25's policy)
+        error = header.error.message if header.error is not None else None
+        warnings.warn(
+            f"{location}: the eval ended {status!r} before running {len(unrun):,} of the "
+            f"{_planned(header):,} (sample, epoch) pairs it planned; they give no trial rows "
+            "(no result to count)"
+            + (f"; its error: {error!r}" if error else "")
+            + f"; its header reports {_results_text(header)}",
+            MetrickitWarning,
+            stacklevel=3,
+        )
+
+
+def _unrun(header: Any, seen: set[tuple[str, int]]) -> list[tuple[Any, int]]:
+    """The (sample id, epoch) pairs the eval planned (``dataset.sample_ids`` x epochs) that
+    the log holds no sample for."""
+    ids = header.eval.dataset.sample_ids
+    if not ids:
+        return []
+    epochs = header.eval.config.epochs or 1
+    return [
+        (sample_id, epoch)
+        for epoch in range(1, int(epochs) + 1)
+        for sample_id in ids
+        if (str(sample_id), epoch) not in seen
+    ]
+
+
+def _planned(header: Any) -> int:
+    return len(header.eval.dataset.sample_ids or []) * int(header.eval.config.epochs or 1)
+
+
+def _results_text(header: Any) -> str:
+    """The header's own results, quoted: completed of total samples, each scorer's metrics
+    (what Inspect computed from the samples the log no longer holds)."""
+    results = header.results
+    if results is None:
+        return "no results"
+    parts = [f"{results.completed_samples} of {results.total_samples} samples completed"]
+    for score in results.scores or []:
+        metrics = ", ".join(
+            f"{name} {_number(metric.value)}" for name, metric in (score.metrics or {}).items()
+        )
+        parts.append(f"{score.name}: {metrics}" if metrics else str(score.name))
+    return "; ".join(parts)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else repr(value)
 
 
 def _local(file: str) -> str:

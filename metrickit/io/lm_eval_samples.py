@@ -7,10 +7,26 @@
 :func:`read_lm_eval_samples` turns them into one row per (task, document), with the columns
 of :func:`metrickit.read_harbor_job`:
 
-``job``
-    the run's date id (the ``<date>`` of its file names).
-``agent``, ``agent_version``
-    ``"lm-eval"`` and the results file's ``lm_eval_version``.
+``run``, ``job``
+    the results file's path (one ``results_<date>.json`` is one run) and the run's date id
+    (the ``<date>`` of its file names).
+``candidate``
+    the label of the run's recorded configuration (``metrickit._core.identity``): runs of
+    one model, model arguments and dataset pool, any difference keeps them apart. A run of
+    many subtasks is one candidate (its ``dataset`` is one).
+``agent``, ``agent_version``, ``harness_version``
+    ``"lm-eval"``, null, and the results file's ``lm_eval_version``: lm-eval is the
+    harness, so its version is not part of the configuration.
+``agent_kwargs``, ``kwarg_<name>``
+    ``config.model_args`` as canonical JSON (an object as lm-eval >= 0.4.5 writes it; the
+    older ``pretrained=x,dtype=float16`` text parsed into its pairs), one ``kwarg_<name>``
+    text column per argument: two runs with different model arguments never pool.
+``dataset``, ``dataset_version``, ``task_group``
+    the run's top-level lm-eval groups (from ``group_subtasks``) and the tasks outside any
+    group, sorted and joined with ``+`` (mmlu's 57 subtasks: ``mmlu``; ``--tasks
+    arc_easy,hellaswag``: ``arc_easy+hellaswag``); the one version ``versions`` records for
+    them (null when they differ or record none: ``Yaml`` is lm-eval's placeholder); the
+    subtask's own group (``mmlu_stem``), null outside a group.
 ``model``, ``model_provider``
     the results file's ``model_name`` (as lm-eval writes it, e.g. ``EleutherAI/pythia-160m``)
     and the model backend (``config.model``: ``hf``, ``vllm``, ``openai-completions``, ...).
@@ -31,9 +47,9 @@ of :func:`metrickit.read_harbor_job`:
     each), so a metric of another task is NA, never 0.
 ``_status``, ``has_reward``, ``reward_valid``
     ``ok``, True, True: lm-eval logs only documents it scored.
-``trial_dir``
-    the samples file. Tokens, cost, times and exceptions: null (lm-eval does not log them
-    per document).
+``trial_dir``, ``format``
+    the samples file; ``"lm-eval"``. Tokens, cost, times and exceptions: null (lm-eval does
+    not log them per document).
 
 Reads plain JSON; ``lm_eval`` itself is not needed.
 """
@@ -47,6 +63,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
 from metrickit.errors import TrialSourceError
 from metrickit.io.trials import Backend, build_trials, empty_row
@@ -161,15 +178,13 @@ def _read_run(
             f"{results_file}: expected a JSON object, got {type(results).__name__}"
         )
     config = results.get("config") or {}
+    if not isinstance(config, dict):
+        raise TrialSourceError(
+            f"{results_file}: field 'config' is {config!r} ({type(config).__name__}); "
+            "expected an object (the run's model and arguments)"
+        )
     model = results.get("model_name") or None
-    base = empty_row()
-    base.update(
-        job=date,
-        agent="lm-eval",
-        agent_version=results.get("lm_eval_version"),
-        model=model,
-        model_provider=config.get("model") if isinstance(config, dict) else None,
-    )
+    version = results.get("lm_eval_version")
     samples = []
     for f in sorted(results_file.parent.glob(f"samples_*_{date}.jsonl")):
         m = _SAMPLES.match(f.name)
@@ -180,8 +195,101 @@ def _read_run(
             f"{results_file}: no samples_<task>_{date}.jsonl beside it; run lm_eval with "
             "--log_samples to log per-document results"
         )
+    tasks = [task for task, _ in samples]
+    parent = _parents(results_file, results.get("group_subtasks"))
+    base = empty_row()
+    base.update(
+        # one results file is one run; its path tells two runs of one date apart
+        run=str(results_file),
+        job=date,
+        agent="lm-eval",
+        # lm-eval is the harness, not the system under test: its version is recorded as
+        # harness_version and, as for every format, does not split candidates
+        agent_version=None,
+        model=model,
+        model_provider=config.get("model"),
+        agent_kwargs=canonical_kwargs(_model_args(results_file, config.get("model_args"))),
+        dataset=_dataset(tasks, parent),
+        dataset_version=_version(results_file, results.get("versions"), tasks, parent),
+        harness_version=version,
+        format="lm-eval",
+    )
     for task, file in samples:
+        base["task_group"] = parent.get(task)
         _read_samples(task, file, base, wanted, rows, rewards, where, seen_keys)
+
+
+def _parents(results_file: Path, group_subtasks: Any) -> dict[str, str]:
+    """Each task's (or group's) own group, from ``group_subtasks`` (``{group: [children]}``;
+    lm-eval also lists a task outside any group as ``{task: []}``)."""
+    if group_subtasks is None:
+        return {}
+    if not isinstance(group_subtasks, dict) or not all(
+        isinstance(v, list) and all(isinstance(c, str) for c in v)
+        for v in group_subtasks.values()
+    ):
+        raise TrialSourceError(
+            f"{results_file}: field 'group_subtasks' is {str(group_subtasks)[:80]!r}; "
+            "expected an object of group names to lists of task names"
+        )
+    parent: dict[str, str] = {}
+    for group, children in group_subtasks.items():
+        for child in children:
+            parent.setdefault(child, group)
+    return parent
+
+
+def _dataset(tasks: list[str], parent: dict[str, str]) -> str:
+    """What the run evaluated on: its top-level groups (and the tasks outside any group),
+    sorted and joined with ``+`` (a run of mmlu's 57 subtasks is ``mmlu``, one dataset)."""
+    tops = set()
+    for task in tasks:
+        seen = {task}
+        while task in parent and parent[task] not in seen:  # a cycle cannot loop forever
+            task = parent[task]
+            seen.add(task)
+        tops.add(task)
+    return "+".join(sorted(tops))
+
+
+def _version(
+    results_file: Path, versions: Any, tasks: list[str], parent: dict[str, str]
+) -> str | None:
+    """The run's one dataset version: the version ``versions`` gives its top-level groups
+    (else its tasks) when they all agree; None when none is recorded or they differ.
+    ``Yaml`` is lm-eval's placeholder for a task YAML without ``metadata.version``."""
+    if versions is None:
+        return None
+    if not isinstance(versions, dict):
+        raise TrialSourceError(
+            f"{results_file}: field 'versions' is {str(versions)[:80]!r}; expected an object "
+            "of task names to versions"
+        )
+    tops = _dataset(tasks, parent).split("+")
+    for names in (tops, tasks):
+        found = {str(versions[n]) for n in names if versions.get(n) not in (None, "Yaml")}
+        if found:
+            return found.pop() if len(found) == 1 else None
+    return None
+
+
+def _model_args(results_file: Path, model_args: Any) -> dict[str, Any] | None:
+    """``config.model_args`` as a dict: lm-eval >= 0.4.5 writes an object, earlier ones the
+    ``--model_args`` text (``pretrained=x,dtype=float16``), parsed into its pairs; text
+    that is not such pairs is kept whole as ``{"model_args": text}``."""
+    if model_args is None or model_args == "":
+        return None
+    if isinstance(model_args, dict):
+        return model_args
+    if isinstance(model_args, str):
+        pairs = [part.partition("=") for part in model_args.split(",") if part.strip()]
+        if pairs and all(sep and key.strip() for key, sep, _ in pairs):
+            return {key.strip(): value.strip() for key, _, value in pairs}
+        return {"model_args": model_args}
+    raise TrialSourceError(
+        f"{results_file}: field 'config.model_args' is {model_args!r} "
+        f"({type(model_args).__name__}); expected an object or key=value text"
+    )
 
 
 def _read_samples(

@@ -9,11 +9,23 @@ plus ``accuracy`` and ``pass_at_k``) rewritten after every trial, and
 ``terminal_bench/harness/models.py``). :func:`read_terminal_bench` turns a run into one row
 per trial, with the columns of :func:`metrickit.read_harbor_job`:
 
-``job``, ``agent``, ``model``, ``model_provider``, ``source``, ``eval``
-    ``run_id``; ``agent_name``; ``model_name`` split at the first ``/`` as Harbor stores
-    models (``anthropic/claude-sonnet-4-20250514`` -> ``claude-sonnet-4-20250514``,
-    provider ``anthropic``); ``dataset_name`` (``adhoc`` in ``eval`` when the run used a
-    local dataset path); ``eval`` is Harbor's ``agent__model__source``.
+``run``, ``job``, ``agent``, ``model``, ``model_provider``, ``source``, ``eval``
+    ``run_id`` (else the folder's name); ``agent_name``; ``model_name`` split at the first
+    ``/`` as Harbor stores models (``anthropic/claude-sonnet-4-20250514`` ->
+    ``claude-sonnet-4-20250514``, provider ``anthropic``); ``dataset_name`` (``adhoc`` in
+    ``eval`` when the run used a local dataset path); ``eval`` is Harbor's
+    ``agent__model__source``.
+``candidate``, ``agent_kwargs``, ``kwarg_<name>``
+    the label of the run's recorded configuration (``metrickit._core.identity``): runs of
+    one agent, model, kwargs and dataset version pool; a run without ``model_name`` (an
+    installed agent such as "Factory Droid" often records none) pools with no other run, so
+    its label names the run. ``agent_kwargs`` (``--agent-kwarg``) as canonical JSON, one
+    ``kwarg_<name>`` text column per kwarg.
+``dataset``, ``dataset_version``, ``harness_version``
+    ``dataset_name`` (the ``dataset_path`` folder's name for a local dataset) and
+    ``dataset_version``; ``commit_hash``, the git commit of the terminal-bench checkout
+    that ran the run (null when ``unknown``). ``agent_version``, ``variant``,
+    ``task_group``: null (RunMetadata records no agent version).
 ``task_name``, ``trial_name``, ``attempt``
     ``task_id``; ``trial_name`` (``<task>.<attempt>-of-<n>.<run_id>``); the attempt number
     from the trial name (1, 2, ... in trial-name order when a name does not hold one).
@@ -33,9 +45,9 @@ per trial, with the columns of :func:`metrickit.read_harbor_job`:
     ``total_input_tokens``, ``total_output_tokens`` (installed agents report 0).
 ``started_at``, ``finished_at``, ``agent_execution_ms``, ``verifier_ms``, ``total_ms``
     the trial's start and end; agent start to end; test start to end; trial start to end.
-``trial_dir``
-    ``<run>/<task_id>/<trial_name>``. Cache tokens, cost, the setup durations and the step
-    columns: null (``n_steps`` 0).
+``trial_dir``, ``format``
+    ``<run>/<task_id>/<trial_name>``; ``"terminal-bench"``. Cache tokens, cost, the setup
+    durations and the step columns: null (``n_steps`` 0).
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
 from metrickit.errors import TrialSourceError
 from metrickit.io.trials import (
@@ -150,14 +163,40 @@ def _read_run(
             "'run_id' and 'agent_name')"
         )
     agent = meta["agent_name"]
+    for name in ("run_id", "agent_name", "model_name", "dataset_name", "dataset_path",
+                 "dataset_version", "commit_hash"):
+        value = meta.get(name)
+        if value is not None and not isinstance(value, str):
+            raise TrialSourceError(
+                f"{meta_file}: field {name!r} is {value!r} ({type(value).__name__}); "
+                "expected a string or null"
+            )
+    kwargs = meta.get("agent_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TrialSourceError(
+            f"{meta_file}: field 'agent_kwargs' is {kwargs!r} ({type(kwargs).__name__}); "
+            "expected an object of the agent's keyword arguments or null"
+        )
     model, provider = split_model(meta.get("model_name"))
     source = meta.get("dataset_name")
+    run_id = meta.get("run_id") or run.name
+    # a local dataset (``--dataset-path``) has no name: the folder's name says what it was
+    dataset = source or (Path(meta["dataset_path"]).name if meta.get("dataset_path") else None)
+    # ``commit_hash`` is the git commit of the terminal-bench checkout that ran the run
+    # ("unknown" outside a git checkout); RunMetadata records no agent version
+    commit = meta.get("commit_hash")
     base = empty_row()
     base.update(
-        job=meta.get("run_id") or run.name,
+        run=run_id,
+        job=run_id,
         agent=agent,
         model=model,
         model_provider=provider,
+        agent_kwargs=canonical_kwargs(kwargs),
+        dataset=dataset,
+        dataset_version=meta.get("dataset_version"),
+        harness_version=None if commit in (None, "", "unknown") else commit,
+        format="terminal-bench",
         source=source,
         eval=eval_key(agent, model, source),
         n_steps=0,

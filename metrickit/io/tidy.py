@@ -8,15 +8,18 @@ tables from different readers (Harbor, Inspect AI, lm-eval, Terminal-Bench, tidy
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.identity import canonical_kwargs, with_candidates
+from metrickit._core.schema import pandas_strings
 from metrickit._core.values import BOOL, FLOAT, INT, MAX_EXACT_INT, MISSING, NULL, OK, check_value
 from metrickit.errors import TrialSourceError
-from metrickit.io.trials import KIND_PREFIX, META, ROW_COLUMNS, TAIL, trial_table
+from metrickit.io.trials import KIND_PREFIX, KWARG_PREFIX, META, ROW_COLUMNS, TAIL, trial_table
 
 __all__ = ["concat_trials", "trials_from_frame"]
 
@@ -44,6 +47,12 @@ def trials_from_frame(
     model: str | None = None,
     attempt: str | None = None,
     source: str | None = None,
+    run: str | None = None,
+    agent_version: str | None = None,
+    dataset: str | None = None,
+    dataset_version: str | None = None,
+    group: str | None = None,
+    agent_kwargs: str | None = None,
     latency_ms: str | None = None,
     cost_usd: str | None = None,
     input_tokens: str | None = None,
@@ -68,33 +77,52 @@ def trials_from_frame(
         ``missing``, as Harbor fills it); a row missing all of them has no reward
         (``_status`` ``null``).
     candidate
-        What is being compared (a run name, a prompt variant); becomes ``eval``. Without it
-        ``eval`` is ``agent__model__source`` from the columns given (``adhoc`` for the
-        source when there is none).
+        The label the table gives what is compared (a prompt variant, a system name);
+        becomes ``variant`` and ``eval``, and the ``candidate`` label is this label (with
+        ``agent``/``model`` in front when those are given too). Without it ``eval`` is
+        ``agent__model__source`` from the columns given (``adhoc`` for the source when
+        there is none).
     agent, model, source
         Columns for ``agent``, ``model``, ``source``.
+    run
+        The run each row came from (a job, a date, a results file); rows of different runs
+        with one recorded configuration pool into one candidate. Without it the table is
+        one run, named ``"table"``.
+    agent_version, dataset, dataset_version
+        Columns for ``agent_version``, ``dataset`` (what the candidate was evaluated on;
+        without it, the ``source``) and ``dataset_version``: parts of the configuration,
+        so rows that differ in any of them are different candidates.
+    group
+        A category of tasks (a subject, a difficulty); becomes ``task_group``.
+    agent_kwargs
+        The agent's settings: a column of dicts or of JSON object text (``'{"temp": 0}'``);
+        becomes canonical JSON in ``agent_kwargs`` and one ``kwarg_<name>`` column each.
+        Rows with different settings are different candidates.
     attempt
-        Attempt numbers (integers >= 1); without it, the rows of one (candidate, task) are
-        numbered 1, 2, ... in table order.
+        Attempt numbers (integers >= 1); without it, the rows of one (run, candidate,
+        task) are numbered 1, 2, ... in table order.
     latency_ms, cost_usd, input_tokens, output_tokens
         Become ``total_ms``, ``cost_usd``, ``n_input_tokens``, ``n_output_tokens``.
     error
-        An error message column: a non-null value becomes ``exception_message`` with
-        ``exception_type`` ``"error"``, and ``reward_valid`` False.
+        An error message column: a value that is not null and not blank becomes
+        ``exception_message`` with ``exception_type`` ``"error"``, and ``reward_valid``
+        False (an empty string is no error: exports write ``""`` for none).
     backend
         ``"pandas"`` or ``"polars"``; None (default): the backend of ``df``.
 
     Returns
     -------
     DataFrame
-        The trial table, rows in table order; columns the table lacks are null.
+        The trial table, rows in table order; columns the table lacks are null;
+        ``format`` is ``"table"``.
 
     Raises
     ------
     TrialSourceError
         A named column is missing, a reward is not a finite number or bool, a token count
-        not a whole number, an attempt not an integer >= 1, a task id null, or two rows
-        have the same (candidate, task, attempt): the message names the column, the row
+        not a whole number, an attempt not an integer >= 1, a task id or run null, an
+        agent kwargs value that is not a dict or JSON object text, or two rows have the
+        same (run, candidate, task, attempt): the message names the column, the row
         (0-based position) and the value.
 
     Examples
@@ -102,17 +130,31 @@ def trials_from_frame(
     >>> import pandas as pd
     >>> import metrickit as mk
     >>> from metrickit.io.tidy import trials_from_frame
-    >>> df = pd.DataFrame({"id": ["q1", "q2", "q1", "q2"], "run": ["a", "a", "b", "b"],
+    >>> df = pd.DataFrame({"id": ["q1", "q2", "q1", "q2"], "prompt": ["a", "a", "b", "b"],
     ...                    "correct": [1, 0, 1, 1], "ms": [120.0, 95.5, 130.0, 80.0]})
-    >>> t = trials_from_frame(df, task="id", candidate="run", reward="correct", latency_ms="ms")
-    >>> t[["eval", "task_name", "attempt", "correct", "_kind_correct", "total_ms"]]
-      eval task_name  attempt  correct _kind_correct  total_ms
-    0    a        q1        1      1.0           int     120.0
-    1    a        q2        1      0.0           int      95.5
-    2    b        q1        1      1.0           int     130.0
-    3    b        q2        1      1.0           int      80.0
+    >>> t = trials_from_frame(df, task="id", candidate="prompt", reward="correct",
+    ...                       latency_ms="ms")
+    >>> t[["run", "candidate", "task_name", "attempt", "correct", "_kind_correct", "total_ms"]]
+         run candidate task_name  attempt  correct _kind_correct  total_ms
+    0  table         a        q1        1      1.0           int     120.0
+    1  table         a        q2        1      0.0           int      95.5
+    2  table         b        q1        1      1.0           int     130.0
+    3  table         b        q2        1      1.0           int      80.0
     >>> mk.aggregate(t, by="eval")
     {'a': {'mean': 0.5}, 'b': {'mean': 1.0}}
+
+    Two runs of one model pool into one candidate; settings that differ keep them apart:
+
+    >>> df = pd.DataFrame({"id": ["q1", "q1", "q1"], "day": ["mon", "tue", "tue"],
+    ...                    "llm": ["gpt-x"] * 3, "ok": [1, 0, 1],
+    ...                    "kw": ['{"temp": 0}', '{"temp": 0}', '{"temp": 1}']})
+    >>> t = trials_from_frame(df, task="id", reward="ok", run="day", model="llm",
+    ...                       agent_kwargs="kw")
+    >>> t[["run", "candidate", "kwarg_temp"]]
+       run       candidate kwarg_temp
+    0  mon  gpt-x · temp=0          0
+    1  tue  gpt-x · temp=0          0
+    2  tue  gpt-x · temp=1          1
     """
     import narwhals as nw
 
@@ -123,7 +165,9 @@ def trials_from_frame(
         raise TrialSourceError("reward=[] names no column; pass at least one reward column")
     mapping = {
         "task": task, "candidate": candidate, "agent": agent, "model": model,
-        "attempt": attempt, "source": source, "latency_ms": latency_ms, "cost_usd": cost_usd,
+        "attempt": attempt, "source": source, "run": run, "agent_version": agent_version,
+        "dataset": dataset, "dataset_version": dataset_version, "group": group,
+        "agent_kwargs": agent_kwargs, "latency_ms": latency_ms, "cost_usd": cost_usd,
         "input_tokens": input_tokens, "output_tokens": output_tokens, "error": error,
     }
     named = [(arg, col) for arg, col in mapping.items() if col is not None]
@@ -146,22 +190,46 @@ def trials_from_frame(
             "is null; every trial needs a task id"
         )
     columns["task_name"] = _text(pdf[task])
-    for arg in ("agent", "model", "source"):
+    for arg in ("agent", "model", "source", "agent_version", "dataset", "dataset_version"):
         if mapping[arg] is not None:
             columns[arg] = _text(pdf[mapping[arg]])
+    if group is not None:
+        columns["task_group"] = _text(pdf[group])
+    if run is not None:
+        run_na = pdf[run].isna().to_numpy()
+        if run_na.any():
+            raise TrialSourceError(
+                f"trials_from_frame: row {int(np.flatnonzero(run_na)[0])}: run column "
+                f"{run!r} is null; every trial needs its run"
+            )
+        columns["run"] = _text(pdf[run])
+    else:
+        columns["run"] = ["table"] * n  # the table is one run
+    columns["format"] = ["table"] * n
+    if agent_kwargs is not None:
+        columns["agent_kwargs"] = _kwargs(pdf[agent_kwargs], agent_kwargs)
     if candidate is not None:
-        columns["eval"] = _text(pdf[candidate])
+        columns["variant"] = columns["eval"] = _text(pdf[candidate])
     else:
         columns["eval"] = [
             "__".join([*(p for p in (a, m) if p), s or "adhoc"])
             for a, m, s in zip(columns["agent"], columns["model"], columns["source"], strict=True)
         ]
-    keys = pd.DataFrame({"eval": columns["eval"], "task": columns["task_name"]})
+    # One trial per (run, candidate, task, attempt): the candidate is ``eval`` and every
+    # recorded part of the configuration ``eval`` does not spell out.
+    config = [
+        "\x1f".join("" if v is None else v for v in parts)
+        for parts in zip(columns["eval"], columns["agent_version"], columns["agent_kwargs"],
+                         columns["dataset"], columns["dataset_version"], strict=True)
+    ]
+    keys = pd.DataFrame({"run": columns["run"], "config": config, "task": columns["task_name"]})
     if attempt is not None:
         keys["attempt"] = _whole(pdf[attempt], attempt, minimum=1, what="an integer >= 1",
                                  nulls=False, label="attempt column")
     else:
-        keys["attempt"] = keys.groupby(["eval", "task"], sort=False, dropna=False).cumcount() + 1
+        keys["attempt"] = (
+            keys.groupby(["run", "config", "task"], sort=False, dropna=False).cumcount() + 1
+        )
     same = keys.duplicated(keep=False).to_numpy()
     if same.any():
         second = int(np.flatnonzero(keys.duplicated(keep="first").to_numpy())[0])
@@ -169,9 +237,10 @@ def trials_from_frame(
         first = int(np.flatnonzero(same & (keys == dup).all(axis=1).to_numpy())[0])
         raise TrialSourceError(
             f"trials_from_frame: rows {first} and {second} are the same trial "
-            f"(candidate {dup['eval']!r}, task {dup['task']!r}, attempt {dup['attempt']}); "
-            "expected one row per (candidate, task, attempt): pass attempt= to number "
-            "repeated rows, or candidate= if they belong to different runs"
+            f"(run {dup['run']!r}, candidate {columns['eval'][second]!r}, task "
+            f"{dup['task']!r}, attempt {dup['attempt']}); expected one row per (run, "
+            "candidate, task, attempt): pass attempt= to number repeated rows, or run= / "
+            "candidate= if they belong to different runs or candidates"
         )
     columns["attempt"] = keys["attempt"].tolist()
     for arg, target in (("latency_ms", "total_ms"), ("cost_usd", "cost_usd")):
@@ -183,7 +252,11 @@ def trials_from_frame(
         if name is not None:
             columns[target] = _whole(pdf[name], name, minimum=0,
                                      what="a whole number of tokens >= 0 or null", nulls=True)
-    message = _text(pdf[error]) if error is not None else [None] * n
+    # a blank message is no error (exports write "" for none)
+    message = [
+        m if m is not None and m.strip() else None
+        for m in (_text(pdf[error]) if error is not None else [None] * n)
+    ]
     failed = np.array([m is not None for m in message], dtype=bool)
     if error is not None:
         columns["exception_type"] = ["error" if f else None for f in failed]
@@ -201,6 +274,39 @@ def trials_from_frame(
     columns["reward_valid"] = (present & ~failed).tolist()
     return trial_table(columns, status, values, kinds, out_backend,
                        origin="trials_from_frame")
+
+
+def _kwargs(series: Any, column: str) -> list[str | None]:
+    """A column of agent kwargs (dicts, or JSON object text) as canonical JSON."""
+    out: list[str | None] = []
+    parsed: dict[str, str | None] = {}  # the same text is parsed once
+    na = series.isna().to_numpy()
+    for i, (value, missing) in enumerate(zip(series.tolist(), na, strict=True)):
+        if missing:
+            out.append(None)
+            continue
+        if isinstance(value, str):
+            if value not in parsed:
+                try:
+                    obj = json.loads(value) if value.strip() else {}
+                except ValueError:
+                    obj = None
+                if not isinstance(obj, dict):
+                    raise TrialSourceError(
+                        f"trials_from_frame: agent_kwargs column {column!r}, row {i}: "
+                        f"{value[:80]!r} is not a JSON object; expected a dict, JSON object "
+                        "text ('{\"temperature\": 0}') or null"
+                    )
+                parsed[value] = canonical_kwargs(obj)
+            out.append(parsed[value])
+        elif isinstance(value, Mapping):
+            out.append(canonical_kwargs(dict(value)))
+        else:
+            raise TrialSourceError(
+                f"trials_from_frame: agent_kwargs column {column!r}, row {i}: {value!r} "
+                f"({type(value).__name__}); expected a dict, JSON object text or null"
+            )
+    return out
 
 
 def _text(series: Any) -> list[str | None]:
@@ -341,14 +447,16 @@ def concat_trials(
         each with its ``_kind_`` companion: a reward key a table does not have is NA (with
         ``_kind_`` ``missing``) on that table's rows, never 0, since no trial of its
         evaluations had it (docs/contracts.md, section 5). Within a table the zero-fill is
-        the reader's.
+        the reader's. ``candidate`` is computed anew over all the rows (a label unique
+        across the tables; runs of one recorded configuration pool, from any table), and so
+        are the ``kwarg_<name>`` columns (null where a row's kwargs lack the name).
 
     Raises
     ------
     TrialSourceError
         No frames, mixed backends, a table that is not a trial table (no ``_kind_`` reward
-        column or no ``eval``/``task_name`` column), or the same (eval, task, attempt) in two
-        tables from the same job.
+        column or no ``run``/``eval``/``task_name`` column), or the same (run, candidate,
+        source, task, attempt) twice: a table given twice, or two tables with one run name.
 
     Examples
     --------
@@ -358,10 +466,10 @@ def concat_trials(
     ...                       task="id", reward="ok", model="m")
     >>> b = trials_from_frame(pd.DataFrame({"id": ["q1"], "f1": [0.5], "m": ["y"]}),
     ...                       task="id", reward="f1", model="m")
-    >>> concat_trials([a, b])[["eval", "f1", "ok", "_kind_f1", "_kind_ok"]]
-           eval   f1   ok _kind_f1 _kind_ok
-    0  x__adhoc  NaN  1.0  missing     bool
-    1  y__adhoc  0.5  NaN    float  missing
+    >>> concat_trials([a, b])[["candidate", "f1", "ok", "_kind_f1", "_kind_ok"]]
+      candidate   f1   ok _kind_f1 _kind_ok
+    0         x  NaN  1.0  missing     bool
+    1         y  0.5  NaN    float  missing
     """
     frames = list(frames)
     if not frames:
@@ -375,7 +483,8 @@ def concat_trials(
     keys: list[str] = []
     for i, frame in enumerate(frames):
         columns = list(frame.columns)
-        missing = [c for c in ("eval", "task_name", "attempt", "_status") if c not in columns]
+        missing = [c for c in ("run", "eval", "task_name", "attempt", "_status")
+                   if c not in columns]
         frame_keys = [c for c in columns if KIND_PREFIX + c in columns]
         if missing or not frame_keys:
             raise TrialSourceError(
@@ -391,9 +500,12 @@ def concat_trials(
 
 
 def _order(columns: list[str], keys: list[str]) -> list[str]:
+    """The readers' column order: the trial table's, then any other column the tables
+    had, then the ``kwarg_<name>`` columns sorted (as the readers place them)."""
     known = [*META, *keys, *(KIND_PREFIX + k for k in keys), *TAIL]
-    extra = [c for c in columns if c not in known]
-    return [*known, *extra]
+    extra = [c for c in columns if c not in known and not c.startswith(KWARG_PREFIX)]
+    kwargs = sorted(c for c in columns if c.startswith(KWARG_PREFIX))
+    return [*known, *extra, *kwargs]
 
 
 def _concat_pandas(frames: list[Any], keys: list[str], task_map: Mapping[str, str] | None) -> Any:
@@ -419,8 +531,11 @@ def _concat_pandas(frames: list[Any], keys: list[str], task_map: Mapping[str, st
     out["_status"] = pd.Categorical(out["_status"], categories=parts[0]["_status"].cat.categories)
     if task_map:
         out["task_name"] = out["task_name"].map(lambda t: task_map.get(t, t)).astype("string")
-    _check_unique(out["job"].tolist(), out["eval"].tolist(), out["task_name"].tolist(),
-                  out["attempt"].tolist())
+    out = with_candidates(out)
+    # the readers' string dtype (narwhals gives pandas' default ``str``)
+    for name in ["candidate", *(c for c in out.columns if c.startswith(KWARG_PREFIX))]:
+        out[name] = pandas_strings([None if _is_null(v) else v for v in out[name].tolist()])
+    _check_unique(out)
     return out[_order(list(out.columns), keys)]
 
 
@@ -441,19 +556,30 @@ def _concat_polars(frames: list[Any], keys: list[str], task_map: Mapping[str, st
     out = pl.concat(parts, how="diagonal")
     if task_map:
         out = out.with_columns(pl.col("task_name").replace(dict(task_map)))
-    _check_unique(out["job"].to_list(), out["eval"].to_list(), out["task_name"].to_list(),
-                  out["attempt"].to_list())
+    out = with_candidates(out)
+    _check_unique(out)
     return out.select(_order(out.columns, keys))
 
 
-def _check_unique(jobs: list[Any], evals: list[Any], tasks: list[Any], attempts: list[Any]) -> None:
+#: what makes a trial one trial across stacked tables
+_TRIAL_KEY = ("run", "candidate", "source", "task_name", "attempt")
+
+
+def _check_unique(frame: Any) -> None:
+    """Refuse two rows of one (run, candidate, source, task, attempt): one trial twice."""
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    columns = [nf.get_column(c).to_list() for c in _TRIAL_KEY]
     seen: dict[tuple[Any, ...], int] = {}
-    for i, raw in enumerate(zip(jobs, evals, tasks, attempts, strict=True)):
+    for i, raw in enumerate(zip(*columns, strict=True)):
         key = tuple(None if _is_null(v) else v for v in raw)
         if key in seen:
             raise TrialSourceError(
-                f"concat_trials: rows {seen[key]} and {i} are the same trial (job {key[0]!r}, "
-                f"eval {key[1]!r}, task {key[2]!r}, attempt {key[3]}): a table given twice, "
-                "or a task_map that sends two tasks to one name"
+                f"concat_trials: rows {seen[key]} and {i} are the same trial (run {key[0]!r}, "
+                f"candidate {key[1]!r}, source {key[2]!r}, task {key[3]!r}, attempt "
+                f"{key[4]}): a table given twice, a task_map that sends two tasks to one "
+                "name, or two tables with one run name (trials_from_frame names its run "
+                "'table' unless run= names a column)"
             )
         seen[key] = i

@@ -3,9 +3,15 @@ Terminal-Bench 1, tidy tables): one row dict and one reward dict per trial in, t
 table out.
 
 Each reader builds, per trial, a row dict holding the trial table's metadata columns
-(``job``, ``eval``, ``agent``, ..., ``trial_dir``; ``_status`` only when the trial is
-``running`` or ``invalid``) and a reward dict (``{key: bool | int | float}``, ``{}`` or
-None). :func:`build_trials` turns both lists into the frame.
+(``run``, ``job``, ``eval``, ``agent``, ..., ``trial_dir``; ``_status`` only when the trial
+is ``running`` or ``invalid``) and a reward dict (``{key: bool | int | float}``, ``{}`` or
+None). :func:`build_trials` turns both lists into the frame. A reader fills what its files
+record about the run and the configuration (``run``, ``agent_version``, ``agent_kwargs`` as
+canonical JSON, ``dataset``, ``dataset_version``, ``harness_version``, ``format``); the
+rules every reader shares fill the rest: :func:`fill_runs` (a row without a ``run``
+belongs to its job, its file or the table) and the candidate labels
+(:func:`metrickit._core.identity.assign_candidates`, with the ``kwarg_<name>`` columns).
+A key of the row dict that is no column of the trial table is not kept.
 
 The frame itself comes from the shared trial-table builders of
 :mod:`metrickit._core.schema`, the ones ``read_harbor_job`` uses.
@@ -166,13 +172,12 @@ def trial_table(
             f"reward key {clash[0]!r} (in {origin}) clashes with a column of the trial table; "
             "rename the key at its source (the verifier's reward, the score or metric)"
         )
-    columns = {c: list(v) for c, v in columns.items()}
-    fill_runs(columns, origin)
-    assign_candidates(columns)
+    cols = {c: list(v) for c, v in columns.items()}
+    fill_runs(cols, origin)
+    assign_candidates(cols)
     # Harbor aggregates each evaluation of each run on its own keys
-    _missing_per_evaluation(list(zip(columns["run"], columns["eval"], strict=True)),
-                            values, kinds)
-    return _frame(columns, status, keys, values, kinds, backend)
+    _missing_per_evaluation(list(zip(cols["run"], cols["eval"], strict=True)), values, kinds)
+    return _frame(cols, status, keys, values, kinds, backend)
 
 
 def fill_runs(columns: dict[str, list[Any]], origin: str) -> None:

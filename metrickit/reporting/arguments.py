@@ -27,7 +27,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
                         "key, else 'reward')")
     parser.add_argument("--spec", type=Path, metavar="METRIC.py",
                         help="a scorer file whose REWARD_SPEC ranks the candidates too")
-    parser.add_argument("--by", default="eval",
-                        help="candidate column (default: eval, agent__model__source)")
+    parser.add_argument("--by", default="candidate",
+                        help="candidate column (default: candidate, one per recorded "
+                        "configuration; runs with identical recorded configurations pool "
+                        "into one, and the report says which did)")
     parser.add_argument("--title", help="page title")
     return parser

@@ -11,26 +11,35 @@ The page is built from Jinja2 templates shipped in ``metrickit/reporting/templat
 autoescaping on (HTML); the Python side only computes the numbers and formats them as
 text cells. What it holds, in order:
 
-* **Overview**: trials, candidates, tasks, the value read and the other reward keys.
-* **Candidates**: per candidate (``by``, default ``eval``) the mean with its
-  task-clustered 95 % interval (:func:`metrickit.compute.stats.breakdown`), the rank
-  interval and the probability of being best
-  (:func:`metrickit.compute.metrics.compare_metrics`), and the verdict: "best" only when
-  one candidate is best at 95 %, otherwise who is tied.
+* **Overview**: trials, candidates, tasks, the value read and the other reward keys; which
+  candidates pool several runs and which runs were kept apart because their model is not
+  recorded (:func:`metrickit._core.identity.pooling_notes`).
+* **Candidates**: per candidate (``by``, default ``candidate``: one per recorded
+  configuration) the mean with its task-clustered 95 % interval
+  (:func:`metrickit.compute.stats.breakdown`), the rank interval and the probability of
+  being best (:func:`metrickit.compute.metrics.compare_metrics`), each candidate against
+  the leader on the tasks both ran (:func:`metrickit.compute.stats.compare_runs`, Holm's
+  adjustment over those comparisons), and the verdict: "best" only when one candidate is
+  best at 95 %, otherwise who is tied.
 * **pass@k** (:func:`metrickit.compute.passk.pass_at_k` on the value).
 * **Trade-off** of the value against time per trial with cost as colour, and the Pareto
   front with each candidate's probability of being on it.
 * **Tasks**: the task × candidate heatmap.
-* **Flips** between the two best candidates that share tasks
-  (:func:`metrickit.compute.stats.compare_runs`).
+* **Flips** between the two best candidates that share tasks (the same comparison as
+  their row against the leader).
 * **Errors** by outcome and exception type, and **cost and tokens**.
 * **REWARD_SPEC**, when one is given: the spec and the candidates ranked by it.
-* **Provenance**: metrickit's version, Harbor's (or Inspect's) where the files record it,
+* **Provenance**: metrickit's version, Harbor's (or Inspect's) where the trial table's
+  ``harness_version`` (or, for a table without it, the job's files) records it,
   the job folders with the sha256 of their ``result.json``, the task checksums, the
   command and the time (UTC).
 
-A value that is missing (NA: the reward key is absent from a candidate's whole evaluation)
-is shown as *missing*, never as 0, and that candidate is left out of the rankings.
+Which trials count is :func:`metrickit._core.frame.counted_trials`' rule (a running trial
+never does; a finished one without a reward counts as 0, as in Harbor's mean), and the page
+says how many of each there are. A value that is missing (NA: the reward key is absent from
+a candidate's whole evaluation) is shown as *missing*, never as 0, and that candidate is
+left out of the rankings. Every number is written by :mod:`metrickit.reporting.numbers`, as
+the plots write theirs: one quantity never reads as two values.
 
 The REWARD_SPEC section needs a spec object with ``to_dict()`` and ``score_arrays()``
 (:class:`metrickit.RewardSpec`); this module does not read scorer files itself (the
@@ -58,6 +67,7 @@ from typing import Any
 
 from metrickit.errors import MetrickitError
 from metrickit.reporting.arguments import add_report_arguments
+from metrickit.reporting.numbers import finite, fixed, interval, rounded, share, significant
 
 __all__ = [
     "Code",
@@ -155,17 +165,18 @@ class Section:
 # -- formatting ------------------------------------------------------------------------------
 
 
-def _finite(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+# Every number goes through metrickit.reporting.numbers (one rounding rule, shared with the
+# plots): a quantity printed twice reads the same twice.
+_finite = finite
 
 
-def _num(x: Any, digits: int = 3) -> Cell:
-    v = _finite(x)
-    return None if v is None else f"{v:.{digits}f}"
+def _num(x: Any, digits: int = 3, *, sign: bool = False) -> Cell:
+    return fixed(x, digits, sign=sign)
+
+
+def _p(x: Any) -> Cell:
+    """A p-value, three significant digits."""
+    return significant(x, 3)
 
 
 def _int(x: Any) -> Cell:
@@ -179,12 +190,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _share(x: Any) -> Cell:
-    v = _finite(x)
-    if v is None:
-        return None
-    if 0 < abs(v) < 0.095 or 0.995 <= abs(v) < 1:  # 0.3 %, 99.7 %: never 0 % or 100 %
-        return f"{v:.1%}"
-    return f"{v:.0%}"
+    return share(x)  # 0.3 %, 99.7 %: never 0 % or 100 % unless exactly
 
 
 def _usd(x: Any) -> Cell:
@@ -193,8 +199,8 @@ def _usd(x: Any) -> Cell:
         return None
     if v == 0:
         return "$0"
-    decimals = max(2, 2 - math.floor(math.log10(abs(v))))
-    return f"${v:,.{min(decimals, 6)}f}"
+    decimals = min(max(2, 2 - math.floor(math.log10(abs(v)))), 6)
+    return f"${rounded(v, decimals):,.{decimals}f}"
 
 
 def _duration(ms: Any) -> Cell:
@@ -203,13 +209,12 @@ def _duration(ms: Any) -> Cell:
         return None
     for limit, scale, unit in ((1e3, 1.0, "ms"), (1.2e5, 1e3, "s"), (7.2e6, 6e4, "min")):
         if abs(v) < limit:
-            return f"{v / scale:.{0 if unit == 'ms' else 1}f} {unit}"
-    return f"{v / 3.6e6:.1f} h"
+            return f"{fixed(v / scale, 0 if unit == 'ms' else 1)} {unit}"
+    return f"{fixed(v / 3.6e6, 1)} h"
 
 
-def _interval(low: Any, high: Any) -> Cell:
-    lo, hi = _finite(low), _finite(high)
-    return None if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+def _interval(low: Any, high: Any, *, sign: bool = False) -> Cell:
+    return interval(low, high, 3, sign=sign)
 
 
 def _ranks(low: Any, high: Any) -> Cell:
@@ -240,14 +245,16 @@ class _Data:
     """The trial table as pandas, split the ways the sections need it."""
 
     all: Any  # every row with a known candidate (invalid rows dropped)
-    finished: Any  # not running
-    valued: Any  # finished, with a value (not NA)
+    finished: Any  # the rows that count (counted_trials: never a running trial)
+    valued: Any  # counted, with a value (not NA)
     by: str
     value: str
     keys: list[str]
     candidates: list[Any]
-    missing: list[Any]  # candidates whose value is NA on every finished trial
+    missing: list[Any]  # candidates with counted trials whose value is NA on all of them
     notes: list[str]
+    n_running: int = 0  # trials that do not count yet (counted_trials)
+    waiting: list[Any] = field(default_factory=list)  # candidates with no trial that counts
 
 
 def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
@@ -277,20 +284,29 @@ def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
 
 
 def _prepare(trials: Any, value: str | None, by: str) -> _Data:
+    """The report's rows: invalid rows and rows of no known candidate dropped (with a note),
+    then :func:`metrickit._core.frame.counted_trials` decides which trials count (a running
+    trial never does; a finished one without a reward counts as 0, Harbor 0.25's mean)."""
     import narwhals as nw
-    import numpy as np
     import pandas as pd
 
+    from metrickit._core.frame import counted_trials
     from metrickit.compute.stats import task_labels
 
     nf = nw.from_native(trials, eager_only=True)
     df = trials if isinstance(trials, pd.DataFrame) else nf.to_pandas()
     notes: list[str] = []
-    for column in (by, _TASK):
-        if column not in df.columns:
-            raise MetrickitError(
-                f"{column!r} is not a column of the trial table; columns are {list(df.columns)}"
-            )
+    if by not in df.columns:
+        hint = ("metrickit's trial readers fill 'candidate', one per recorded configuration; "
+                "for a table of your own pass by= (--by) naming the column that tells the "
+                "candidates apart" if by == "candidate"
+                else "pass by= (--by) naming the candidate column")
+        raise MetrickitError(f"by={by!r} is not a column of the trial table ({hint}); "
+                             f"columns are {list(df.columns)}")
+    if _TASK not in df.columns:
+        raise MetrickitError(
+            f"{_TASK!r} is not a column of the trial table; columns are {list(df.columns)}"
+        )
     status = df["_status"].astype(str) if "_status" in df.columns else pd.Series(
         "ok", index=df.index)
     invalid = (status == "invalid").to_numpy()
@@ -307,9 +323,8 @@ def _prepare(trials: Any, value: str | None, by: str) -> _Data:
         raise MetrickitError("the trial table has no trial to report on")
     column, keys = _choose_value(df, value)
     df = df.assign(**{_LABEL: task_labels(df, _TASK).astype(str).to_numpy()})
-    running = ((df["_status"].astype(str) == "running").to_numpy() if "_status" in df
-               else np.zeros(len(df), dtype=bool))
-    finished = df[~running].reset_index(drop=True)
+    counted = counted_trials(df)
+    finished = counted.frame.reset_index(drop=True)
     try:
         x = pd.to_numeric(finished[column])  # a value that is not a number is refused
     except (TypeError, ValueError) as exc:
@@ -322,8 +337,13 @@ def _prepare(trials: Any, value: str | None, by: str) -> _Data:
         )
     candidates = sorted(df[by].unique().tolist(), key=str)
     have = set(valued[by].unique().tolist())
-    missing = [c for c in candidates if c not in have]
-    return _Data(df, finished, valued, by, column, keys, candidates, missing, notes)
+    counting = set(finished[by].unique().tolist())
+    waiting = [c for c in candidates if c not in counting]
+    missing = [c for c in candidates if c not in have and c in counting]
+    if waiting:
+        notes.append(f"{_listing(waiting)}: only running trials, nothing counts yet")
+    return _Data(df, finished, valued, by, column, keys, candidates, missing, notes,
+                 counted.n_running, waiting)
 
 
 def _png(ax: Any) -> tuple[bytes, int, int]:
@@ -346,12 +366,16 @@ def _figure(name: str, caption: str, alt: str, ax: Any) -> Figure:
 
 
 def _overview(d: _Data, n_tasks: int) -> Section:
-    running = len(d.all) - len(d.finished)
+    from metrickit._core.identity import pooling_notes
+
     other = [k for k in d.keys if k != d.value]
+    what = (": one per recorded configuration (agent, model, agent kwargs, data set, ...), "
+            "runs with identical recorded configurations pooled into one"
+            if d.by == "candidate" else "")
     text = [
-        f"{_count(len(d.all), 'trial')} ({len(d.finished):,} finished, {running:,} running) "
-        f"of {_count(len(d.candidates), 'candidate')} on {_count(n_tasks, 'task')}. "
-        f"Candidates are the values of {d.by!r}; the report ranks them by {d.value!r}"
+        f"{_count(len(d.all), 'trial')} ({len(d.finished):,} finished, {d.n_running:,} "
+        f"running) of {_count(len(d.candidates), 'candidate')} on {_count(n_tasks, 'task')}. "
+        f"Candidates are the values of {d.by!r}{what}; the report ranks them by {d.value!r}"
         + (f" (other reward keys in the table: {_listing(other)})." if other else "."),
         "Intervals are 95 % and clustered by task: attempts of one task are repeated "
         "measures, not new tasks. A candidate is called best only when it is best at 95 %; "
@@ -366,6 +390,8 @@ def _overview(d: _Data, n_tasks: int) -> Section:
                 "mean; the Errors section lists them."
             )
     notes = list(d.notes)
+    if d.by == "candidate" and "run" in d.all.columns:  # which runs pool, which stay apart
+        notes += pooling_notes(d.all, by=d.by)
     if d.by != "eval" and "eval" in d.valued.columns:
         pooled = d.valued.groupby(d.by)["eval"].nunique()
         pooled = pooled[pooled > 1]
@@ -384,55 +410,145 @@ def _overview(d: _Data, n_tasks: int) -> Section:
     return Section("overview", "Overview", text=text, notes=notes)
 
 
-def _against_leader(pairwise: Any, ranked: Any, value: str) -> Table | None:
-    """Each candidate against the leader: the paired difference, its interval and the
-    Holm-adjusted p-value the tie rule uses."""
-    if pairwise is None or len(ranked) < 2:
+@dataclass
+class _Versus:
+    """Each candidate against the leader, paired on the tasks both ran, and the tie rule.
+
+    Computed once (:func:`_versus`) and read by the verdict, the table, the bar chart's
+    colours, the trade-off's rings and the flips section, so they cannot disagree.
+    """
+
+    leader: Any
+    others: list[Any]  # best-ranked first
+    runs: dict[Any, Any]  # name -> RunComparison of (name, leader), None: no task in common
+    p_holm: dict[Any, float]
+    left_out: dict[Any, int]  # tasks only one of the two ran
+    best: list[Any]  # the leader and every candidate tied with it, best-ranked first
+    confidence: float = 0.95
+
+    def significant(self, name: Any) -> bool:
+        p = self.p_holm.get(name, math.nan)
+        return bool(p < 1 - self.confidence)
+
+    @property
+    def n_tested(self) -> int:
+        """The comparisons with a p-value: Holm's family."""
+        return sum(_finite(p) is not None for p in self.p_holm.values())
+
+    def cut(self, name: Any) -> bool:
+        """Whether compare_runs cut the interval to the range a difference can take."""
+        cmp = self.runs[name]
+        return cmp is not None and any("cut to the range" in n for n in cmp.notes)
+
+    def cells(self, name: Any) -> tuple[Cell, Cell, Cell, Cell]:
+        """Difference, interval, p and Holm's p as printed, wherever they are printed."""
+        cmp = self.runs[name]
+        if cmp is None:
+            return None, None, None, None
+        d = cmp.difference
+        return (_num(d.estimate, sign=True), _interval(d.low, d.high, sign=True),
+                _p(cmp.pvalue), _p(self.p_holm.get(name)))
+
+    def sentence(self, name: Any) -> str:
+        """``name − leader = … [… , …] over N paired tasks (paired t, p = …; Holm …)``."""
+        cmp = self.runs[name]
+        diff, iv, p, p_holm = self.cells(name)
+        test = (f"paired t, p = {p}; Holm-adjusted over {self.n_tested} comparison(s) "
+                f"with the leader: {p_holm}" if p is not None else "no test")
+        return (f"{name} − {self.leader} = {diff}" + (f" {iv}" if iv else "")
+                + f" over {_count(cmp.n_tasks, 'paired task')} ({test})")
+
+
+def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
+    """Compare every candidate of ``ranked`` (``compare_metrics``' table by group) with the
+    leader by :func:`metrickit.compute.stats.compare_runs`: on the tasks both ran, a paired
+    t interval (cut to the range a difference can take) and test over them; Holm's
+    adjustment over the comparisons with the leader.
+
+    The tie rule: a candidate is tied with the leader when its rank interval includes 1
+    (it may be best), or its difference from the leader on the tasks both ran is not
+    significant after Holm's adjustment. A candidate that ran none of the leader's tasks
+    has no paired comparison: its rank interval alone decides.
+    """
+    from metrickit.compute.ranking import holm
+    from metrickit.compute.stats import compare_runs
+    from metrickit.errors import StatsError
+
+    if not len(ranked):
         return None
-    leader = ranked["rank"].astype(float).idxmin()
+    table = ranked.assign(__order=range(len(ranked))).sort_values(
+        ["rank", "p_best", "__order"], ascending=[True, False, True])
+    names = list(table.index)
+    leader, others = names[0], names[1:]
+    tasks = frame.groupby(by, sort=False)[_LABEL].agg(lambda s: set(s))
+    runs: dict[Any, Any] = {}
+    left_out: dict[Any, int] = {}
+    for name in others:
+        try:
+            runs[name] = compare_runs(frame, name, leader, by=by, task=_LABEL, value=column)
+        except StatsError:
+            runs[name] = None  # no task in common: nothing to pair
+        shared = tasks[name] & tasks[leader]
+        left_out[name] = len(tasks[name] | tasks[leader]) - len(shared)
+    pvalues = [runs[n].pvalue if runs[n] is not None else math.nan for n in others]
+    p_holm = dict(zip(others, holm(pvalues).tolist(), strict=True))
+    v = _Versus(leader, others, runs, p_holm, left_out, [])
+    if table["rank_low"].isna().all():
+        return v  # no rank intervals: no verdict
+    may_be_best = {n for n in names if _finite(table.loc[n, "rank_low"]) == 1}
+    v.best = [leader] + [n for n in others if n in may_be_best
+                         or (runs[n] is not None and not v.significant(n))]
+    return v
+
+
+def _against_leader(v: _Versus | None, value: str) -> Table | None:
+    """The table of :func:`_versus`: the numbers behind the verdict."""
+    if v is None or not v.others:
+        return None
     rows: list[list[Cell]] = []
-    for name in ranked.sort_values("rank").index:
-        if name == leader:
+    cut = False
+    for name in v.others:
+        cmp = v.runs[name]
+        if cmp is None:
+            rows.append([str(name), "no task in common", None, "0", _int(v.left_out[name]),
+                         None, None, "not tested"])
             continue
-        pair = pairwise[(pairwise["a"] == leader) & (pairwise["b"] == name)]
-        sign = -1.0  # rows are (leader, name): the difference is leader - name
-        if pair.empty:
-            pair, sign = pairwise[(pairwise["a"] == name) & (pairwise["b"] == leader)], 1.0
-        if pair.empty:
-            continue
-        r = pair.iloc[0]
-        low, high = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-        p_holm = _finite(r["p_holm"])
-        rows.append([
-            str(name), _num(sign * r["difference"]), _interval(low, high), _int(r["n_tasks"]),
-            None if p_holm is None else f"{p_holm:.3g}",
-            None if p_holm is None else ("yes" if r["significant"] else "no"),
-        ])
-    if not rows:
-        return None
+        diff, iv, p, p_holm = v.cells(name)
+        cut = cut or v.cut(name)
+        rows.append([str(name), diff, iv, _int(cmp.n_tasks), _int(v.left_out[name]), p,
+                     p_holm, "yes" if v.significant(name) else "no"])
+    bounds = ("; an interval wider than the range a difference of two means can take is "
+              "cut to it (±1 for 0/1 values)" if cut else "")
     return Table(
-        ["candidate", f"{value} − leader", "95% CI", "tasks", "p (Holm)", "significant"],
-        rows, "name num num num num -", id="against-leader",
-        caption=f"Each candidate against the leader, {leader}: paired by task; the "
-        "p-values are Holm-adjusted over all pairs, the intervals are not (so an interval "
-        "may exclude 0 where the adjusted test does not)")
+        ["candidate", f"{value} − leader", "95% CI", "paired tasks", "left out", "p",
+         "p (Holm)", "significant"],
+        rows, "name num num num num num num -", id="against-leader",
+        caption=f"Each candidate against the leader, {v.leader}: the mean difference on the "
+        "tasks both ran (paired by task; 'left out': tasks only one of the two ran, not "
+        "compared), so it need not equal the difference of the means above when they ran "
+        "different tasks. Paired t interval and test over those tasks; p (Holm) is adjusted "
+        f"over the {v.n_tested} comparison(s) with the leader, the intervals are not (an "
+        f"interval may exclude 0 where the adjusted test does not){bounds}.")
 
 
-def _headline(d: _Data) -> tuple[Section, Any]:
-    """The candidates table, the ranking (``compare_metrics``) and the bar chart."""
+def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
+    """The candidates table, the ranking (``compare_metrics``), each candidate against the
+    leader (:func:`_versus`, which decides the verdict) and the bar chart."""
     from metrickit.compute.metrics import compare_metrics
     from metrickit.compute.stats import breakdown
     from metrickit.reporting import plots
 
-    table = breakdown(d.all, by=d.by, value=d.value)
+    table = breakdown(d.finished, by=d.by, value=d.value)
     ranking = compare_metrics(d.valued, {d.value: d.value}, by=d.by, cluster=_LABEL)
     ranked = ranking.table.set_index("group")
-    best = ranking.best().get(d.value, [])
+    versus = _versus(d.valued, d.value, d.by, ranked)
+    best = versus.best if versus is not None else []
+    position = {name: i for i, name in enumerate(
+        [] if versus is None else [versus.leader, *versus.others])}
     order = sorted(
         range(len(table)),
         key=lambda i: (
-            table[d.by].iloc[i] not in ranked.index,
-            ranked["rank"].get(table[d.by].iloc[i], 0),
+            position.get(table[d.by].iloc[i], len(position)),
             str(table[d.by].iloc[i]),
         ),
     )
@@ -473,10 +589,17 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         "Rank 95 % is the interval of each candidate's rank over 1,000 draws of the "
         "candidates' means from their task-clustered joint sampling distribution; P(best) "
         "is the share of draws it is best in. A candidate is tied with the leader when its "
-        "rank interval includes 1 (it may be best) or their difference is not significant after "
-        "Holm's adjustment.",
+        "rank interval includes 1 (it may be best) or its difference from the leader, on "
+        "the tasks both ran, is not significant after Holm's adjustment; for a candidate "
+        "that ran none of the leader's tasks only the rank interval can tell.",
     ]
-    notes = [n for n in ranking.notes if "(p_holm)" not in n]  # the table says it
+    # compare_metrics' notes on its own pairwise table: the report shows _versus' instead
+    notes = [n for n in ranking.notes if "(p_holm)" not in n and not n.startswith("pairwise")]
+    apart = [] if versus is None else [n for n in versus.others if versus.runs[n] is None]
+    if apart:
+        notes.append(
+            f"{_listing(apart)} ran none of the tasks the leader ran: no paired comparison "
+            "with it, so only the rank interval tells whether they may be best")
     sets = d.valued.groupby(d.by)[_LABEL].agg(lambda s: frozenset(s))
     if sets.nunique() > 1:
         notes.append(
@@ -489,17 +612,18 @@ def _headline(d: _Data) -> tuple[Section, Any]:
         columns, rows, classes = columns[:-1], [row[:-1] for row in rows], classes[:-5]
     section.blocks.append(Table(columns, rows, classes, marks=marks, id="headline",
                                 caption=f"Mean {d.value} per candidate, best first"))
-    against = _against_leader(ranking.pairwise, ranked, d.value)
+    against = _against_leader(versus, d.value)
     if against is not None:
         section.blocks.append(against)
-    ax = plots.candidate_bars(d.valued, column=d.value, by=d.by, cluster=_LABEL)
+    bars, task = _task_named(d.valued)
+    ax = plots.candidate_bars(bars, column=d.value, by=d.by, cluster=task, best=best)
     colours = ("" if len(ranked) < 2 else
                "; orange: best at 95 %, gold: tied for best")
     section.blocks.append(_figure(
         "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals"
         f"{colours}.",
         f"bar chart of mean {d.value} per candidate", ax))
-    return section, ranking
+    return section, ranking, versus
 
 
 def _pass_at_k(d: _Data) -> Section:
@@ -539,7 +663,6 @@ def _pass_at_k(d: _Data) -> Section:
 def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     import numpy as np
 
-    from metrickit.compute.ranking import candidate_table
     from metrickit.reporting import plots
 
     def measured(column: str) -> bool:
@@ -549,18 +672,18 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     if not measured("total_ms"):
         return None
     cost = "cost_usd" if measured("cost_usd") else None
-    # the order plots.tradeoff uses (x, y, colour): the same draws, so the table's P(front)
-    # is the one printed on the plot
+    # computed once: the plot draws this table (means=), so its P(front) labels and the
+    # table below are the same numbers, written by the same formatter
     columns = ["total_ms", d.value, *([cost] if cost else [])]
     frame = d.valued[[d.by, _LABEL, *columns]].copy()
     for column in columns:
         frame[column] = frame[column].astype(float)
-    means = candidate_table(frame, columns, by=d.by, cluster=_LABEL, maximize=(d.value,),
-                            minimize=("total_ms", "cost_usd"))
+    means = plots.candidate_means(frame, columns, by=d.by, cluster=_LABEL, maximize=(d.value,),
+                                  minimize=("total_ms", "cost_usd"))
     front = plots.pareto_front(means, maximize=(d.value,), minimize=("total_ms", "cost_usd"))
     ax = plots.tradeoff(frame, x="total_ms", y=d.value, color=cost, by=d.by, cluster=_LABEL,
                         highlight=best[0] if len(best) == 1 else None,
-                        tied=best if len(best) > 1 else None)
+                        tied=best if len(best) > 1 else None, means=means)
     caption = (f"Mean {d.value} against time per trial" + (", colour: cost per trial" if cost
                                                             else "")
                + "; whiskers: 95 % intervals; ringed and joined: the Pareto front, with each "
@@ -590,11 +713,18 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     return section
 
 
+def _task_named(frame: Any) -> tuple[Any, str]:
+    """``frame`` with the task label under a name a plot may print (``task``), and that
+    name (``task_name`` when the table already has a ``task`` column)."""
+    if "task" in frame.columns:
+        return frame, _TASK
+    return frame.rename(columns={_LABEL: "task"}), "task"
+
+
 def _heatmap(d: _Data) -> Section:
     from metrickit.reporting import plots
 
-    task = "task" if _LABEL in d.finished else _TASK
-    frame = d.finished.rename(columns={_LABEL: "task"}) if task == "task" else d.finished
+    frame, task = _task_named(d.finished)
     ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value)
     return Section(
         "tasks", "Tasks",
@@ -607,36 +737,27 @@ def _heatmap(d: _Data) -> Section:
     )
 
 
-def _flips(d: _Data, ranking: Any) -> Section:
-    from metrickit.compute.stats import compare_runs
-
+def _flips(d: _Data, v: _Versus | None) -> Section:
+    """The leader against the best-ranked candidate that shares tasks with it: the same
+    comparison as its row of the table against the leader (:func:`_versus`), task by task."""
     section = Section("flips", "Flips between the two best")
-    table = ranking.table.sort_values(["rank", "p_best"], ascending=[True, False])
-    order = table["group"].tolist()
-    if len(order) < 2:
+    if v is None or not v.others:
         section.text.append("Only one candidate has values: nothing to compare.")
         return section
-    tasks = d.valued.groupby(d.by)[_LABEL].agg(lambda s: set(s))
-    leader = order[0]
-    other = next((c for c in order[1:] if tasks[c] & tasks[leader]), None)
+    leader = v.leader
+    other = next((c for c in v.others if v.runs[c] is not None), None)
     if other is None:
         section.text.append(f"No other candidate ran a task {leader} ran: nothing to pair.")
         return section
-    if other != order[1]:
+    if other != v.others[0]:
         section.notes.append(
-            f"{order[1]} (second) shares no task with {leader}; compared with {other}, the "
-            "best-ranked candidate that does")
-    cmp = compare_runs(d.valued, leader, other, by=d.by, task=_LABEL, value=d.value)
-    diff = cmp.difference
-    section.verdict = (
-        f"{leader} vs {other}: difference {diff.estimate:+.3f} "
-        + (f"[{diff.low:+.3f}, {diff.high:+.3f}] " if _finite(diff.low) is not None else "")
-        + (f"(95 % paired t over {cmp.n_tasks} tasks, p = {cmp.pvalue:.3g})"
-           if _finite(cmp.pvalue) is not None else f"({cmp.n_tasks} paired task(s))")
-    )
+            f"{v.others[0]} (second) shares no task with {leader}; compared with {other}, "
+            "the best-ranked candidate that does")
+    cmp = v.runs[other]  # (other, leader): a is B here, b is A
+    section.verdict = v.sentence(other)
     section.text.append(f"A: {leader}. B: {other}.")
     section.text.append(
-        f"Tasks won / lost / tied by A: {cmp.wins} / {cmp.losses} / {cmp.ties}. "
+        f"Tasks won / lost / tied by A: {cmp.losses} / {cmp.wins} / {cmp.ties}. "
         "A flip is a task one passes (mean over its attempts at least 0.5) and the other "
         "fails.")
     flips = cmp.flips
@@ -657,9 +778,9 @@ def _flips(d: _Data, ranking: Any) -> Section:
     rows = []
     for _, r in flips.iterrows():
         rows.append([
-            str(r[_LABEL]), _num(r["mean_a"], 2), _num(r["mean_b"], 2),
-            "A passes, B fails" if r["flip"] == "pass→fail" else "B passes, A fails",
-            trial_names(r.get("trials_a")), trial_names(r.get("trials_b")),
+            str(r[_LABEL]), _num(r["mean_b"], 2), _num(r["mean_a"], 2),
+            "B passes, A fails" if r["flip"] == "pass→fail" else "A passes, B fails",
+            trial_names(r.get("trials_b")), trial_names(r.get("trials_a")),
         ])
     section.blocks.append(Table(
         ["task", "mean A", "mean B", "flip", "trials of A", "trials of B"], rows,
@@ -677,10 +798,10 @@ def _errors(d: _Data) -> Section:
     has_exc = f["exception_type"].notna() if "exception_type" in f else pd.Series(
         False, index=f.index)
     rows = []
+    every = d.all[d.by].value_counts()
     for name in d.candidates:
         mine = (f[d.by] == name).to_numpy()
-        running = int(((d.all[d.by] == name) & (d.all["_status"].astype(str) == "running")).sum()
-                      ) if "_status" in d.all else 0
+        running = int(every.get(name, 0)) - int(mine.sum())  # what counted_trials left out
         no_reward = int((mine & status.isin(_NO_REWARD).to_numpy()).sum())
         rows.append([str(name), _int(mine.sum()), _int(no_reward),
                      _int((mine & has_exc.to_numpy()).sum()), _int(running)])
@@ -778,8 +899,11 @@ def _spec_section(d: _Data, spec: Any, source: str) -> Section:
                            "__spec": scores["reward"]})
     parts = {p: scores[f"{p}_score"] for p in ("accuracy", "speed", "cost")}
     ranking = compare_metrics(scored, {"spec": "__spec"}, by=d.by, cluster=_LABEL)
-    best = ranking.best().get("spec", [])
-    t = ranking.table.sort_values(["rank", "p_best"], ascending=[True, False])
+    ranked = ranking.table.set_index("group")
+    versus = _versus(scored, "__spec", d.by, ranked)  # the headline's tie rule
+    best = versus.best if versus is not None else []
+    order = [] if versus is None else [versus.leader, *versus.others]
+    t = ranking.table.set_index("group").loc[order].reset_index()
     rows, marks = [], []
     codes = frame[d.by].to_numpy()
     for _, r in t.iterrows():
@@ -839,14 +963,32 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def _table_versions(d: _Data) -> dict[Path, str]:
+    """The ``harness_version`` the trial table records (the readers fill it: Harbor's from
+    the job's lock.json, Inspect's from the log) per job folder or log file."""
+    if "harness_version" not in d.all or "trial_dir" not in d.all:
+        return {}
+    found: dict[Path, set[str]] = {}
+    part = d.all[["trial_dir", "harness_version"]].dropna().drop_duplicates()
+    for folder, version in part.itertuples(index=False):
+        path = Path(str(folder))
+        key = path if path.suffix in (".eval", ".json") else path.parent
+        found.setdefault(key, set()).add(str(version))
+    return {k: ", ".join(sorted(v)) for k, v in found.items()}
+
+
 def _harbor_version(job: Path) -> str | None:
-    """What the job's own files say about the Harbor that wrote them."""
+    """What the job's own files say about the Harbor that wrote them (when the trial table
+    does not say: a table saved before it had ``harness_version``)."""
     from metrickit.io.harbor_trials import load_json
 
-    for name in ("result.json", "config.json"):
+    for name in ("lock.json", "result.json", "config.json"):
         obj = load_json(job / name)
         if not isinstance(obj, dict):
             continue
+        harbor = obj.get("harbor")
+        if isinstance(harbor, dict) and isinstance(harbor.get("version"), str | int | float):
+            return f"{harbor['version']} ({name} harbor.version)"
         for key in ("harbor_version", "version"):
             if isinstance(obj.get(key), str | int | float):
                 return f"{obj[key]} ({name} {key})"
@@ -903,9 +1045,12 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
 
     section = Section("provenance", "Provenance")
     jobs, logs = _trial_files(d)
-    recorded = {j: _harbor_version(j) for j in jobs}
+    table = _table_versions(d)
+    recorded = {j: (f"{table[j]} (harness_version)" if j in table else _harbor_version(j))
+                for j in jobs}
     harbor = sorted({v for v in recorded.values() if v})
-    inspect = sorted({v for v in (_inspect_version(log) for log in logs) if v})
+    logged = {log: table.get(log) or _inspect_version(log) for log in logs}
+    inspect = sorted({v for v in logged.values() if v})
     facts: list[list[Cell]] = [
         ["metrickit", _version("metrickit")],
         ["Python", f"{platform.python_version()} ({platform.system()})"],
@@ -917,7 +1062,8 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
         facts.append(["Harbor", (", ".join(harbor) + (
             f"; {unrecorded} of {len(jobs)} job(s) record no version" if unrecorded else ""))
             if harbor else
-            "not recorded (the jobs' result.json and config.json name no version)"])
+            "not recorded (the trial table has no harness_version, and the jobs' "
+            "lock.json, result.json and config.json name none)"])
     if logs:
         facts.append(["Inspect AI", ", ".join(inspect) if inspect else
                       "not recorded (or inspect_ai is not installed to read the logs)"])
@@ -938,7 +1084,7 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
     if logs:
         section.blocks.append(Table(
             ["log", "sha256", "Inspect AI version"],
-            [[str(log), _sha256(log), _inspect_version(log) or "not recorded"] for log in logs],
+            [[str(log), _sha256(log), logged[log] or "not recorded"] for log in logs],
             "- mono", id="logs", caption="Inspect AI logs"))
     if not jobs and not logs:
         section.notes.append("the trials name no job folder or log file (a table built in "
@@ -975,7 +1121,7 @@ def build_sections(
     *,
     value: str | None = None,
     spec: Any = None,
-    by: str = "eval",
+    by: str = "candidate",
     command: str = "",
     spec_source: str = "",
 ) -> dict[str, Any]:
@@ -997,13 +1143,13 @@ def build_sections(
     d = _prepare(trials, value, by)
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     n_tasks = int(d.all[_LABEL].nunique())
-    headline, ranking = _headline(d)
-    best = ranking.best().get(d.value, [])
+    headline, _, versus = _headline(d)
+    best = versus.best if versus is not None else []
     sections = [_overview(d, n_tasks), headline, _pass_at_k(d)]
     trade = _tradeoff(d, best)
     if trade is not None:
         sections.append(trade)
-    sections += [_heatmap(d), _flips(d, ranking), _errors(d), _costs(d)]
+    sections += [_heatmap(d), _flips(d, versus), _errors(d), _costs(d)]
     if spec is not None:
         sections.append(_spec_section(d, spec, spec_source))
     process = shlex.join(sys.argv) if sys.argv and sys.argv[0] else ""
@@ -1047,7 +1193,7 @@ def _python_call(path: Path, value: str | None, spec: Any, title: str | None, by
                     + json.dumps(spec.to_dict(), separators=(",", ":")) + ")")
     if title is not None:
         args.append(f"title={title!r}")
-    if by != "eval":
+    if by != "candidate":
         args.append(f"by={by!r}")
     return f"metrickit.report({', '.join(args)})"
 
@@ -1059,7 +1205,7 @@ def report(
     value: str | None = None,
     spec: Any = None,
     title: str | None = None,
-    by: str = "eval",
+    by: str = "candidate",
     command: str | None = None,
     spec_source: str = "",
 ) -> Path:
@@ -1083,7 +1229,9 @@ def report(
     title
         The page title (default names the value and the candidate column).
     by
-        The candidate column (default ``eval``: ``agent__model__source``).
+        The candidate column (default ``candidate``: one per recorded configuration, as
+        metrickit's readers label it; runs with identical recorded configurations pool
+        into one, and the overview says which did).
     command
         The command shown under provenance (default: this call, spelled out).
     spec_source
@@ -1146,89 +1294,29 @@ def report(
 # -- command line ----------------------------------------------------------------------------
 
 
-def _read_table(path: Path, value: str | None, by: str) -> Any:
-    """A trial table file: one saved from a trial reader (it has ``_status``) as it is;
-    any other tidy table, one row per trial, through :func:`metrickit.trials_from_frame`
-    with ``task_name``, the value column (default ``reward``) and, when present, ``by``,
-    ``total_ms`` and ``cost_usd``."""
-    import pandas as pd
-
-    from metrickit.io.tidy import trials_from_frame
-
-    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
-    if suffix in (".csv", ".csv.gz"):
-        # only an empty cell is missing: a trial's _status "null" (no reward) stays text
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    elif suffix == ".parquet":
-        frame = pd.read_parquet(path)
-    elif suffix in (".jsonl", ".jsonl.gz"):
-        frame = pd.read_json(path, lines=True)
-    else:
-        raise MetrickitError(
-            f"{path}: not a source metrickit report reads; expected a Harbor job folder, "
-            "Inspect AI logs (.eval/.json) or a trial table (.csv, .parquet, .jsonl)")
-    if "_status" in frame.columns:
-        return frame
-    if "task_name" not in frame.columns:
-        raise MetrickitError(
-            f"{path}: a trial table needs a 'task_name' column (columns: "
-            f"{', '.join(map(str, frame.columns))})")
-    present = set(frame.columns)
-    trials = trials_from_frame(
-        frame, task="task_name", reward=value or "reward",
-        candidate=by if by in present else None,
-        latency_ms="total_ms" if "total_ms" in present else None,
-        cost_usd="cost_usd" if "cost_usd" in present else None,
-    )
-    if by in present and by not in trials.columns:
-        trials[by] = trials["eval"]  # the candidates, under the name --by gives them
-    return trials
-
-
 def load_sources(paths: Sequence[Path], *, value: str | None = None, by: str = "eval") -> Any:
-    """One trial table from job folders, Inspect logs, lm-evaluation-harness output,
-    Terminal-Bench runs and trial table files (the formats ``metrickit summarize`` knows)."""
-    from metrickit.errors import HarborJobError
-    from metrickit.io.harbor import read_harbor_job
-    from metrickit.io.harbor_trials import find_jobs
-    from metrickit.io.tidy import concat_trials
-    from metrickit.reporting.summary import TRIAL_READERS, trial_source
+    """One trial table from every path, whatever its format (:func:`metrickit.load`: job
+    folders, Inspect logs, lm-evaluation-harness output, Terminal-Bench runs, trial table
+    files). A tidy table is read with ``task_name``, the value column (default
+    ``reward``) and, when present, ``by`` as the candidates, ``total_ms`` and ``cost_usd``.
 
-    jobs, logs, frames = [], [], []
-    for p in paths:
-        if not p.exists():
-            raise MetrickitError(f"{p}: no such file or folder")
-        source = trial_source(p)
-        if source == "harbor":
-            try:
-                find_jobs(p)
-            except HarborJobError as exc:
-                kinds = [(q, trial_source(q)) for q in sorted(p.iterdir()) if q.is_dir()]
-                runs = [(q, kind) for q, kind in kinds if kind is not None and kind != "harbor"]
-                if runs:  # a folder of lm-evaluation-harness outputs or Terminal-Bench runs
-                    frames += [TRIAL_READERS[kind](q) for q, kind in runs]
-                    continue
-                if not any(f.suffix in (".eval", ".json") for f in p.rglob("*")):
-                    raise MetrickitError(
-                        f"{exc}; nor does it hold Inspect AI logs (.eval/.json), "
-                        "lm-evaluation-harness output (results_*.json) or a Terminal-Bench "
-                        "run (results.json and run_metadata.json)") from None
-                logs.append(p)  # not a Harbor job: a folder of Inspect logs (.json)
-            else:
-                jobs.append(p)
-        elif source == "Inspect AI log":
-            logs.append(p)
-        elif source is not None:
-            frames.append(TRIAL_READERS[source](p))
-        else:
-            frames.append(_read_table(p, value, by))
-    if logs:
-        from metrickit.io.inspect_logs import read_inspect_log
+    Raises
+    ------
+    TrialSourceError
+        A path of no format, or reward JSONL (a reward frame has no tasks or candidates).
+    """
+    from metrickit.io.registry import FORMATS, read_sources, sources
 
-        frames.insert(0, read_inspect_log(logs))
-    if jobs:
-        frames.insert(0, read_harbor_job(jobs, progress=False))
-    return frames[0] if len(frames) == 1 else concat_trials(frames)
+    found = sources(paths)
+    rewards = [s.path for s in found if not FORMATS[s.format].trials]
+    if rewards:
+        from metrickit.errors import TrialSourceError
+
+        raise TrialSourceError(
+            f"{rewards[0]}: reward JSONL (one reward per line, no tasks or candidates) is "
+            "not a trial source the report can rank; give it Harbor job folders, logs, runs "
+            "or a trial table (`metrickit summarize` summarises reward files)")
+    return read_sources(found, value=value, candidate=by, progress=False)
 
 
 def run_report(

@@ -19,6 +19,14 @@ What every plot has in common:
   the values need (``$0.012``, ``$1.50``). Axes never use an offset like ``1e6``.
 * **No overlapping text.** Point labels are placed with ``adjustText``; a label that still
   collides after placement is left out, and the title says how many were.
+* **Candidates, counted once.** Every plot that groups by candidate takes ``by=``
+  (default ``"candidate"``, the column every metrickit reader fills) and draws only the
+  trials that count (:func:`metrickit._core.frame.counted_trials`: a running trial never
+  does). A table without that column is refused with a message naming ``by=`` and the
+  columns it has.
+* **One number, one text.** A number printed on a plot (a share of draws on the Pareto
+  front) goes through :mod:`metrickit.reporting.numbers`, the formatter the report's tables
+  use, so a table and a plot never print one quantity two ways.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+
+from metrickit.reporting.numbers import share
 
 __all__ = [
     "PALETTE",
@@ -93,6 +103,8 @@ STYLE: dict[str, Any] = {
 }
 
 _LABEL_WIDTH = 28  # characters of a candidate name kept in ticks, legends and labels
+_PART = " · "  # between the parts of a candidate label (metrickit._core.identity.SEP)
+_CHAR_IN = 0.075  # inches a character of a tick label takes, at the style's 8 pt
 _TITLE_WIDTH = 60
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,6 +169,35 @@ def _table(comparison: Any) -> Any:
     return comparison.table if hasattr(comparison, "table") else comparison
 
 
+def _counted(frame: Any, by: str | Sequence[str], where: str) -> Any:
+    """The rows of ``frame`` that count (:func:`metrickit._core.frame.counted_trials`:
+    running trials never do; a frame without ``_status`` counts whole), after checking
+    that it has the ``by`` column(s).
+
+    Raises
+    ------
+    MetrickitError
+        A ``by`` column is missing: the message names ``by=`` and the columns there are.
+    """
+    import narwhals as nw
+
+    from metrickit._core.frame import counted_trials
+    from metrickit.errors import MetrickitError
+
+    nf = nw.from_native(frame, eager_only=True)
+    wanted = [by] if isinstance(by, str) else list(by)
+    absent = [c for c in wanted if c not in nf.columns]
+    if absent:
+        hint = (" (metrickit's trial readers fill it; for a table of your own pass by= "
+                "naming the column that tells the candidates apart)"
+                if "candidate" in absent else "")
+        raise MetrickitError(
+            f"{where}: by={by!r} is not a column of the table{hint}; columns are "
+            f"{list(nf.columns)}"
+        )
+    return counted_trials(frame).frame
+
+
 # -- labels and units ------------------------------------------------------------------------
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".txt", ".gz", ".zst", ".bz2")
@@ -185,9 +226,10 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     File names (``…/runs/steady.jsonl``: every name ends in a data-file suffix such as
     ``.jsonl``) become their stems, a prefix every name shares up
     to a ``/`` (``openrouter/``) is dropped, so is a part every name shares after a ``__``
-    (the data set in Harbor's ``agent__model__dataset`` evaluation names), and names longer
-    than ``width`` characters keep their start and end around an ellipsis. A step that
-    would make two names equal is skipped.
+    (the data set in Harbor's ``agent__model__dataset`` evaluation names) and a part every
+    candidate label has (``agent · model · harness=pi``: the ``·``-separated parts), and
+    names longer than ``width`` characters keep their start and end around an ellipsis. A
+    step that would make two names equal is skipped.
 
     Examples
     --------
@@ -197,6 +239,8 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     ['flaky', 'steady']
     >>> short_labels(["codex__gpt-5__terminal-bench", "codex__gpt-5-mini__terminal-bench"])
     ['codex__gpt-5', 'codex__gpt-5-mini']
+    >>> short_labels(["pi-agent · gpt-5 · harness=pi", "pi-agent · gpt-5 · harness=thin"])
+    ['harness=pi', 'harness=thin']
     """
     labels = ["" if n is None else str(n) for n in names]
 
@@ -207,6 +251,12 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
         stems = [_stem(s) for s in labels]
         if distinct(stems):
             labels = stems
+    parts = [s.split(_PART) for s in labels]
+    if len(set(labels)) > 1 and all(len(p) > 1 for p in parts):
+        shared = set(parts[0]).intersection(*parts[1:])
+        kept = [_PART.join(x for x in p if x not in shared) for p in parts]
+        if shared and distinct(kept):
+            labels = kept
     if len(set(labels)) > 1:
         prefix = labels[0][: next((i for i, chars in enumerate(zip(*labels, strict=False))
                                    if len(set(chars)) > 1), min(map(len, labels)))]
@@ -546,12 +596,33 @@ def candidate_means(
     Intervals are :func:`metrickit.compute.stats.mean_ci`'s default: Wilson for 0/1 columns, t cut
     to the range otherwise, clustered by task (``cluster``) when tasks repeat. NaN values
     (not measured) are left out of that column's mean, and a ``<column>_n`` column then
-    says how many were measured. ``p_front`` is over the ``maximize``/``minimize`` columns.
+    says how many were measured. ``p_front`` is over the ``maximize``/``minimize`` columns,
+    drawn in that order whatever the order of ``columns``: the table of a call with
+    ``["reward", "accuracy", "latency_ms", "cost_usd"]`` and :func:`tradeoff`'s own
+    (``[x, y, color]``) give each candidate the same ``p_front``. Only the trials that
+    count are used (running trials never are).
+
+    Raises
+    ------
+    MetrickitError
+        ``by`` is not a column.
     """
     from metrickit.compute.ranking import candidate_table
 
-    return candidate_table(frame, columns, by=by, cluster=cluster, confidence=confidence,
-                           maximize=maximize, minimize=minimize)
+    rows = _counted(frame, by, "candidate_means")
+    front = [c for c in (*maximize, *minimize) if c in columns]
+    ordered = list(dict.fromkeys([*front, *columns]))
+    table = candidate_table(rows, ordered, by=by, cluster=cluster, confidence=confidence,
+                            maximize=maximize, minimize=minimize)
+    if ordered == list(columns):
+        return table
+    # the draws follow the canonical order; the table keeps the order asked for
+    lead = [c for c in table.columns if c in (by, "n", "n_tasks")]
+    body = [name for c in dict.fromkeys(columns)
+            for name in (c, f"{c}_low", f"{c}_high", f"{c}_method", f"{c}_n")
+            if name in table.columns]
+    rest = [c for c in table.columns if c not in lead and c not in body]
+    return table[[*lead, *body, *rest]]
 
 
 def grouped_mean_se(
@@ -657,9 +728,22 @@ class _TradeoffData:
     front: np.ndarray
 
 
-def _tradeoff_data(frame: Any, o: TradeoffOptions) -> _TradeoffData:
-    means = candidate_means(frame, [o.x, o.y, *o.extra], by=o.by, cluster=o.cluster,
-                            maximize=o.maximize, minimize=o.minimize)
+def _tradeoff_data(frame: Any, o: TradeoffOptions, means: Any = None) -> _TradeoffData:
+    if means is None:
+        frame = _counted(frame, o.by, "tradeoff")
+        means = candidate_means(frame, [o.x, o.y, *o.extra], by=o.by, cluster=o.cluster,
+                                maximize=o.maximize, minimize=o.minimize)
+    else:
+        wanted = [o.by, o.x, o.y, *o.extra, *(f"{c}_{e}" for c in (o.x, o.y)
+                                              for e in ("low", "high"))]
+        absent = [c for c in wanted if c not in means.columns]
+        if absent:
+            from metrickit.errors import MetrickitError
+
+            raise MetrickitError(
+                f"tradeoff: means= lacks {absent}; pass the candidate_means table of these "
+                f"columns (it has {list(means.columns)})"
+            )
     xunit, yunit = unit_for(o.x, means[o.x]), unit_for(o.y, means[o.y])
     xs, ys = xunit(means[o.x]), yunit(means[o.y])
     xerr = np.abs(np.vstack([xs - xunit(means[f"{o.x}_low"]), xunit(means[f"{o.x}_high"]) - xs]))
@@ -758,7 +842,7 @@ def _label_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> tuple[list[A
     for i in order:
         pf = p_front[i]
         shown = np.isfinite(pf) and (d.front[i] or pf >= 0.05)
-        text = f"{d.names[i]} ({pf:.0%})" if shown else d.names[i]
+        text = f"{d.names[i]} ({share(pf)})" if shown else d.names[i]
         texts.append(ax.text(d.xs[i], d.ys[i], text, fontsize=7.5, zorder=6, gid=str(i)))
     return _place_labels(ax, texts, d.xs, d.ys, _marker_sizes(d, o))
 
@@ -806,6 +890,7 @@ def tradeoff(
     cluster: str | None = "auto",
     ax: Any = None,
     options: TradeoffOptions | None = None,
+    means: Any = None,
 ) -> Any:
     """Accuracy against latency (and cost) per candidate, with CI whiskers and the Pareto front.
 
@@ -838,14 +923,24 @@ def tradeoff(
     options
         A :class:`TradeoffOptions` with all of the above (and ``y_higher_is_better``,
         ``max_labels``); when given, the other keywords are ignored.
+    means
+        The :func:`candidate_means` table of ``frame`` for these columns, when it is already
+        computed (a report prints it too): the plot then draws those numbers, so the
+        table and the plot cannot disagree. Default: computed here from the trials that
+        count.
 
     Returns
     -------
     matplotlib.axes.Axes
+
+    Raises
+    ------
+    MetrickitError
+        ``by`` is not a column, or ``means`` lacks a column the plot needs.
     """
     o = options or TradeoffOptions(x=x, y=y, color=color, size=size, by=by, frontier=frontier,
                                    highlight=highlight, tied=tied, log=log, cluster=cluster)
-    data = _tradeoff_data(frame, o)
+    data = _tradeoff_data(frame, o, means)
     ax = _axes(ax, (7.5, 4.8))
     _dress(ax)
     _draw_points(ax, data, o)
@@ -907,12 +1002,18 @@ def reward_distribution(
     """Distribution of a per-case value per candidate: box plots with the mean marked.
 
     Candidates are sorted by mean, the highest at the top; the legend sits outside the
-    axes so it never covers a box.
+    axes so it never covers a box. Only the trials that count are drawn.
 
     Returns
     -------
     matplotlib.axes.Axes
+
+    Raises
+    ------
+    MetrickitError
+        ``by`` or ``column`` is not a column.
     """
+    frame = _counted(frame, by, "reward_distribution")
     df = _columns(frame, {"by": by, "column": column}, numeric=("column",))
     means = df.groupby(by, sort=False)[column].mean().sort_values(kind="stable")
     groups = list(means.index)
@@ -941,33 +1042,60 @@ def candidate_bars(
     by: str = "candidate",
     cluster: str | None = "auto",
     higher_is_better: bool = True,
+    best: Sequence[Any] | None = None,
     ax: Any = None,
 ) -> Any:
     """Mean of ``column`` per candidate as horizontal bars, best at the top, with 95 % CIs.
 
     The intervals and ties are the tuner's: task-clustered intervals, and the candidates
     tied with the leader (:func:`metrickit.compute.ranking.best_group`) in gold. A single
-    clear best is orange.
+    clear best is orange. Only the trials that count are drawn.
+
+    Parameters
+    ----------
+    best
+        The candidates tied for best (one name: the clear best), when they are decided
+        elsewhere (the report's verdict): the bars are coloured by it, so the plot and the
+        verdict cannot disagree. Default: :func:`metrickit.compute.ranking.best_group`.
 
     Returns
     -------
     matplotlib.axes.Axes
+
+    Raises
+    ------
+    MetrickitError
+        ``by`` or ``column`` is not a column.
     """
     from metrickit.compute.ranking import MeanDraws, best_group
     from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 
+    frame = _counted(frame, by, "candidate_bars")
     df = _columns(frame, {"by": by, "column": column}, numeric=("column",))
+    # NA: the reward key is absent from a trial's whole evaluation: no bar, never a 0
+    na = df[column].isna().to_numpy()
+    lacking = sorted(set(df[by][na].astype(str)) - set(df[by][~na].astype(str)))
+    if na.any():
+        df = df[~na].reset_index(drop=True)
+        frame = _rows(frame, ~na)
     codes, groups = group_codes(df[by], by)
     units, cluster_name = task_codes(frame, cluster)
     x = df[column].to_numpy(dtype=float)
     gi = grouped_intervals(codes, len(groups), x, clusters=units)
-    draws = MeanDraws(codes, len(groups), units, n_draws=500)
-    ri, _ = best_group(list(groups), gi.mean, draws, x, higher_is_better=higher_is_better)
+    if best is None:
+        draws = MeanDraws(codes, len(groups), units, n_draws=500)
+        ri, _ = best_group(list(groups), gi.mean, draws, x, higher_is_better=higher_is_better)
+        tied = np.asarray(ri.best_group, dtype=bool)
+    else:
+        chosen = set(best)
+        tied = np.array([g in chosen for g in groups], dtype=bool)
     order = np.argsort(-gi.mean if higher_is_better else gi.mean, kind="stable")
     unit = unit_for(column, gi.mean)
-    clear = int(ri.best_group.sum()) == 1
-    colours = [(BEST if clear else TIED) if ri.best_group[i] else NEUTRAL for i in order]
-    ax = _axes(ax, (6.0, max(2.5, 0.28 * len(groups) + 1.4)))
+    clear = int(tied.sum()) == 1
+    colours = [(BEST if clear else TIED) if tied[i] else NEUTRAL for i in order]
+    names = short_labels([groups[i] for i in order])
+    ax = _axes(ax, (max(6.0, 3.5 + max(map(len, names)) * _CHAR_IN),
+                    max(2.5, 0.28 * len(groups) + 1.4)))
     _dress(ax, "x")
     y = np.arange(len(groups))
     mean = unit(gi.mean[order])
@@ -975,16 +1103,28 @@ def candidate_bars(
     ax.errorbar(mean, y, xerr=np.abs(np.vstack([mean - unit(gi.low[order]),
                                                 unit(gi.high[order]) - mean])),
                 fmt="none", ecolor="black", elinewidth=1, capsize=2)
-    ax.set_yticks(y, short_labels([groups[i] for i in order]))
+    ax.set_yticks(y, names)
     ax.invert_yaxis()
     _format_axis(ax.xaxis, unit, log=False)
     ax.set_xlabel(f"mean {unit.label}")
     methods = _methods(gi.method)
     clustered = f", clustered by {cluster_name}" if cluster_name else ""
     verdict = "orange: best at 95%" if clear else "gold: tied for best at 95%"
+    absent = (f"; {len(lacking)} {by}(s) without {column!r} not drawn" if lacking else "")
     _set_title(ax, f"Mean {unit.label} per {by}",
-               f"95% CI ({methods}{clustered if 'clustered' not in methods else ''}); {verdict}")
+               f"95% CI ({methods}{clustered if 'clustered' not in methods else ''}); "
+               f"{verdict}{absent}")
     return ax
+
+
+def _rows(frame: Any, keep: Any) -> Any:
+    """The rows of a native frame where ``keep`` is True."""
+    import narwhals as nw
+
+    nf = nw.from_native(frame, eager_only=True)
+    mask = nw.new_series("keep", np.asarray(keep, dtype=bool), nw.Boolean,
+                         backend=nw.get_native_namespace(nf))
+    return nf.filter(mask).to_native()
 
 
 @_styled
@@ -992,7 +1132,7 @@ def task_heatmap(
     trials: Any,
     *,
     task: str = "task_name",
-    by: str = "agent",
+    by: str = "candidate",
     value: str = "reward",
     ax: Any = None,
 ) -> Any:
@@ -1000,32 +1140,42 @@ def task_heatmap(
 
     Tasks are sorted from easiest to hardest (mean over candidates) and candidates from
     best to worst, so blocks of tasks everyone or no one solves stand out. A cell with no
-    measured value is grey, not a colour of the scale.
+    measured value is grey, not a colour of the scale. Only the trials that count are
+    used (a running trial never is).
 
     Returns
     -------
     matplotlib.axes.Axes
+
+    Raises
+    ------
+    MetrickitError
+        ``by``, ``task`` or ``value`` is not a column.
     """
     import matplotlib
 
+    trials = _counted(trials, by, "task_heatmap")
     df = _columns(trials, {"task": task, "by": by, "value": value}, numeric=("value",))
     grid = df.pivot_table(index=task, columns=by, values=value, aggfunc="mean", dropna=False,
                           observed=True)
     grid = grid.loc[grid.mean(axis=1).sort_values(ascending=False, kind="stable").index]
     grid = grid[grid.mean(axis=0).sort_values(ascending=False, kind="stable").index]
-    ax = _axes(ax, (max(4.5, 0.35 * grid.shape[1] + 3.5),
-                    max(3.0, 0.2 * grid.shape[0] + 2.0)))
+    columns = short_labels(list(grid.columns))
+    # Vertical, not slanted: slanted neighbours' boxes overlap even when the glyphs do not.
+    vertical = sum(len(c) for c in columns) * 6.5 > 72 * 0.35 * len(columns) * 1.6
+    rows = short_labels([str(i) for i in grid.index], width=30)  # distinct, or in full
+    # room for long labels (candidate labels that stay long to stay distinct)
+    tall = 1.2 + 0.16 * grid.shape[0] + (max(map(len, columns)) * _CHAR_IN if vertical else 0.3)
+    wide = max(map(len, rows)) * _CHAR_IN + 0.35 * grid.shape[1] + 1.5
+    ax = _axes(ax, (max(4.5, 0.35 * grid.shape[1] + 3.5, wide),
+                    max(3.0, 0.2 * grid.shape[0] + 2.0, tall)))
     _dress(ax, "")
     cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.85")
     values = grid.to_numpy(dtype=float)
     top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
     image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=0, vmax=max(1.0, top),
                       interpolation="nearest")
-    columns = short_labels(list(grid.columns))
-    # Vertical, not slanted: slanted neighbours' boxes overlap even when the glyphs do not.
-    vertical = sum(len(c) for c in columns) * 6.5 > 72 * 0.35 * len(columns) * 1.6
     ax.set_xticks(range(grid.shape[1]), columns, rotation=90 if vertical else 0)
-    rows = short_labels([str(i) for i in grid.index], width=30)  # distinct, or in full
     ax.set_yticks(range(grid.shape[0]), rows, fontsize=7 if len(rows) > 20 else None)
     ax.set_xlabel(by)
     ax.set_ylabel(task)
@@ -1041,23 +1191,21 @@ def task_heatmap(
 # -- the overview figure ---------------------------------------------------------------------
 
 
-def _candidate_column(trials: Any, by: str | Sequence[str] | None) -> tuple[Any, str]:
-    """The trial table as pandas with one candidate column (``agent`` and ``model`` joined
-    when both vary)."""
+def _candidate_column(trials: Any, by: str | Sequence[str]) -> tuple[Any, str]:
+    """The trials that count as pandas with one candidate column (a list of columns is
+    joined, keeping only the ones that vary)."""
     import narwhals as nw
 
-    nf = nw.from_native(trials, eager_only=True)
-    df = nf.to_pandas()
+    from metrickit.errors import MetrickitError
+
+    if not isinstance(by, str) and not list(by):
+        raise MetrickitError("summary: by= names no column; pass by= (a column, or a list "
+                             "of columns to join)")
+    rows = _counted(trials, by, "summary")
+    df = nw.from_native(rows, eager_only=True).to_pandas()
     if isinstance(by, str):
         return df, by
-    parts = list(by) if by is not None else [c for c in ("agent", "model") if c in df]
-    if not parts:
-        from metrickit.errors import MetrickitError
-
-        raise MetrickitError(
-            "summary: no candidate column; pass by= (a column, or a list of columns to join)"
-            f" — columns are {list(df.columns)}"
-        )
+    parts = list(by)
     varying = [c for c in parts if df[c].nunique(dropna=False) > 1] or parts[:1]
     if len(varying) == 1:
         return df, varying[0]
@@ -1069,7 +1217,7 @@ def summary(
     trials: Any,
     *,
     value: str = "reward",
-    by: str | Sequence[str] | None = None,
+    by: str | Sequence[str] = "candidate",
     task: str = "task_name",
     time: str | None = "total_ms",
     cost: str | None = "cost_usd",
@@ -1080,15 +1228,19 @@ def summary(
     Three panels: mean ``value`` per candidate with task-clustered 95 % CIs and ties
     (:func:`candidate_bars`), ``value`` against time per trial with cost as colour and the
     Pareto front (:func:`tradeoff`; only when ``time`` is a column), and the task ×
-    candidate heatmap (:func:`task_heatmap`).
+    candidate heatmap (:func:`task_heatmap`). Only the trials that count are drawn; when a
+    candidate pools several runs, or a run is kept apart because its model is not
+    recorded, a line under the panels says so
+    (:func:`metrickit._core.identity.candidate_summary`).
 
     Parameters
     ----------
     trials
         One row per trial: ``task``, ``value`` and the candidate column(s).
     by
-        The candidate column; a list of columns is joined (``agent · model``); default:
-        ``agent`` and ``model``, keeping only the ones that vary.
+        The candidate column (default ``candidate``, which metrickit's readers fill); a
+        list of columns is joined (``["agent", "model"]``: ``agent · model``), keeping
+        only the ones that vary.
     time, cost
         Columns for the trade-off panel (None to leave them out).
     fig
@@ -1097,14 +1249,20 @@ def summary(
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    MetrickitError
+        A ``by`` column is missing (the message names ``by=`` and the columns).
     """
     import matplotlib.pyplot as plt
 
     df, column = _candidate_column(trials, by)
     n = int(df[column].nunique())
     n_tasks = int(df[task].nunique()) if task in df else 1
+    footer = _pooling_footer(df, column)
     with style():
-        height = max(6.0, 0.3 * max(n, 0.5 * n_tasks) + 3.0)
+        height = max(6.0, 0.3 * max(n, 0.5 * n_tasks) + 3.0) + 0.16 * len(footer)
         if fig is None:
             fig = plt.figure(figsize=(15, height), layout="constrained")
         grid = fig.add_gridspec(2, 2, width_ratios=[1.15, 1])
@@ -1119,4 +1277,98 @@ def summary(
             trade_ax = fig.add_subplot(grid[1, 0])
             tradeoff(df, x=time, y=value, color=cost if cost in df else None, by=column,
                      cluster=task if task in df else None, ax=trade_ax)
+        if footer:
+            fig.supxlabel("\n".join(footer), x=0.005, ha="left",
+                          fontsize=STYLE["legend.fontsize"], color=MUTED)
     return fig
+
+
+_FOOTER_WIDTH = 170  # characters of a line under the summary's panels
+_FOOTER_LINES = 4
+
+
+def _pooling_footer(df: Any, column: str) -> list[str]:
+    """The lines under :func:`summary` that say which candidates pool several runs and
+    which runs were kept apart because no model is recorded (the facts of
+    :func:`metrickit._core.identity.candidate_summary`), short enough for a figure."""
+    from metrickit._core.identity import candidate_summary
+
+    if "run" not in df:
+        return []
+    table = candidate_summary(df, by=column)
+    names = dict(zip(table[column], short_labels(list(table[column])), strict=True))
+    parts = []
+    pooled = table[table["pooled"]]
+    if len(pooled):
+        parts.append("pooled from several runs with identical recorded configurations: "
+                     + ", ".join(f"{names[c]} ({k})"
+                                 for c, k in zip(pooled[column], pooled["n_runs"], strict=True)))
+    if column == "candidate":
+        apart = table[table["not_recorded"].str.contains("model")]
+        if len(apart):
+            parts.append("kept apart, no model recorded: "
+                         + ", ".join(names[c] for c in apart[column]))
+    lines = [line for part in parts for line in textwrap.wrap(part, _FOOTER_WIDTH)]
+    if len(lines) > _FOOTER_LINES:
+        lines = [*lines[: _FOOTER_LINES - 1], _ellipsize(" ".join(lines[_FOOTER_LINES - 1:]),
+                                                         _FOOTER_WIDTH)]
+    return lines
+
+
+@_styled
+def history(table: Any, *, value: str = "reward", by: str = "candidate", ax: Any = None) -> Any:
+    """Each candidate's estimate run by run, in time order, with its 95 % interval: the
+    table of :meth:`metrickit.RunStore.history`.
+
+    Parameters
+    ----------
+    table
+        ``RunStore.history(...)``'s table (``run``, ``by``, ``mean``, ``ci_low``,
+        ``ci_high``, ``started_at``), or any frame with those columns. Rows without an
+        estimate (the value is missing for that run) are not drawn.
+    value
+        What the estimate is of (the axis label).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import narwhals as nw
+
+    df = nw.from_native(table, eager_only=True).to_pandas()
+    needed = ["run", by, "mean", "ci_low", "ci_high"]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        from metrickit.errors import MetrickitError
+
+        raise MetrickitError(
+            f"history: the table has no {missing[0]!r} column (columns: {list(df.columns)}); "
+            "pass RunStore.history(...)'s table"
+        )
+    df = df[df["mean"].notna()].reset_index(drop=True)
+    runs = list(dict.fromkeys(df["run"].astype(str)))
+    position = {r: i for i, r in enumerate(runs)}
+    unit = unit_for(value, df["mean"].to_numpy(float))
+    names = list(dict.fromkeys(df[by].astype(str)))
+    labels = short_labels(names)
+    ax = _axes(ax, (max(6.0, 0.5 * len(runs) + 3.0), 3.6))
+    _dress(ax, "y")
+    for name, label in zip(names, labels, strict=True):
+        part = df[df[by].astype(str) == name]
+        x = np.array([position[str(r)] for r in part["run"]], dtype=float)
+        mean = unit(part["mean"].to_numpy(float))
+        low = unit(part["ci_low"].to_numpy(float))
+        high = unit(part["ci_high"].to_numpy(float))
+        line = ax.plot(x, mean, marker="o", markersize=4, label=label)[0]
+        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+    ticks = [_ellipsize(r, 22) for r in runs]
+    ax.set_xticks(range(len(runs)), ticks, rotation=30 if len(runs) > 4 else 0,
+                  ha="right" if len(runs) > 4 else "center")
+    _format_axis(ax.yaxis, unit, log=False)
+    ax.set_ylabel(f"mean {unit.label}")
+    ax.set_xlabel("run, in time order")
+    if len(names) > 1:
+        ax.legend(fontsize="small", frameon=False, loc="best")
+    _set_title(ax, f"{unit.label.capitalize()} run by run",
+               "mean per run with its 95% interval (task-clustered)")
+    return ax

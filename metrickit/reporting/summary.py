@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["TRIAL_READERS", "summarize_path", "summarize_rewards", "trial_source"]
+if TYPE_CHECKING:
+    from metrickit._core.frame import Policy
+
+__all__ = ["summarize_path", "summarize_rewards"]
 
 
 def _fmt(value: float | int) -> str:
@@ -86,59 +92,51 @@ def summarize_rewards(frame: Any, *, title: str = "rewards") -> str:
     return "\n".join(lines)
 
 
-def _read_inspect(path: Path) -> Any:
-    from metrickit.io.inspect_logs import read_inspect_log
-
-    return read_inspect_log(path)
-
-
-def _read_lm_eval(path: Path) -> Any:
-    from metrickit.io.lm_eval_samples import read_lm_eval_samples
-
-    return read_lm_eval_samples(path)
-
-
-def _read_terminal_bench(path: Path) -> Any:
-    from metrickit.io.terminal_bench import read_terminal_bench
-
-    return read_terminal_bench(path)
-
-
-#: The reader of each trial format :func:`trial_source` names (other than Harbor jobs).
-TRIAL_READERS = {
-    "Inspect AI log": _read_inspect,
-    "lm-evaluation-harness output": _read_lm_eval,
-    "Terminal-Bench run": _read_terminal_bench,
-}
+def _harbor_policy(jobs: Sequence[Path]) -> tuple[Policy, str]:
+    """Harbor's policy for jobs read together, by the rule of :func:`metrickit.summarize_job`:
+    0.26 when every job's ``result.json`` was written by Harbor >= 0.26 (it has
+    ``schema_version``), else 0.25."""
+    versions = set()
+    for job in jobs:
+        try:
+            obj = json.loads((job / "result.json").read_bytes())
+        except (OSError, ValueError, RecursionError):
+            continue  # a job still running has no result.json yet
+        if isinstance(obj, dict):
+            versions.add("0.26" if "schema_version" in obj else "0.25")
+    if versions == {"0.26"}:
+        return "0.26", "the job result.json has schema_version: written by Harbor >= 0.26"
+    return "0.25", "Harbor 0.25's rule, as the metrics page describes"
 
 
-def trial_source(path: Path) -> str | None:
-    """Which trial reader a path is for, from its name and files: ``"harbor"`` for any other
-    folder, None for a reward file."""
-    if path.is_file():
-        return "Inspect AI log" if path.suffix in (".eval", ".json") else None
-    if not path.is_dir():
-        return None
-    if (path / "results.json").is_file() and (path / "run_metadata.json").is_file():
-        return "Terminal-Bench run"
-    if next(path.rglob("results_*.json"), None) is not None:
-        return "lm-evaluation-harness output"
-    if next(path.glob("*.eval"), None) is not None:
-        return "Inspect AI log"
-    return "harbor"
+def summarize_path(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> str:
+    """Summary of one path or several, whatever their format (:func:`metrickit.load` tells
+    it): reward JSONL files one by one (rows, fills, per-key statistics, Harbor's mean);
+    trial sources (Harbor jobs, Inspect AI logs, lm-evaluation-harness output,
+    Terminal-Bench runs, trial tables) read together into one trial table and summarised
+    per evaluation (Harbor jobs alone: under the policy their files say, else every
+    finished trial counts).
 
+    Raises
+    ------
+    TrialSourceError
+        A path that fits no format, reward files mixed with trial sources (see
+        :func:`metrickit.load`).
+    """
+    from metrickit.compute.jobs import summarize_trials
+    from metrickit.io.registry import FORMATS, HARBOR, read_sources, sources
 
-def summarize_path(path: Path) -> str:
-    """Summary of a reward file, a Harbor job folder, an Inspect AI log (``.eval``/``.json``),
-    an lm-evaluation-harness output folder or a Terminal-Bench 1 run folder."""
-    from metrickit.compute.jobs import summarize_job, summarize_trials
-    from metrickit.io.rewards import read_rewards
-
-    path = Path(path)
-    source = trial_source(path)
-    if source == "harbor":
-        return summarize_job(path)
-    if source is not None:
-        trials = TRIAL_READERS[source](path)
-        return summarize_trials(trials, title=f"{source} {path}", why="every finished trial counts")
-    return summarize_rewards(read_rewards(path), title=str(path))
+    given = ([Path(paths)] if isinstance(paths, str | os.PathLike)
+             else [Path(p) for p in paths])
+    found = sources(given)
+    formats = list(dict.fromkeys(s.format for s in found))
+    if not any(FORMATS[f].trials for f in formats):  # reward files: one summary each
+        return "\n\n".join(
+            summarize_rewards(read_sources([s]), title=str(s.path)) for s in found)
+    trials = read_sources(found, progress=False)  # refuses rewards mixed with trials
+    shown = " ".join(str(p) for p in given)
+    if formats == [HARBOR]:
+        policy, why = _harbor_policy([s.path for s in found])
+        return summarize_trials(trials, title=f"Harbor job {shown}", policy=policy, why=why)
+    title = " + ".join(FORMATS[f].title for f in formats)
+    return summarize_trials(trials, title=f"{title} {shown}", why="every finished trial counts")

@@ -33,7 +33,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit._core.frame import category_codes, group_indices, reward_arrays
+from metrickit._core.frame import (
+    Policy,
+    category_codes,
+    counted_trials,
+    group_indices,
+    reward_arrays,
+)
 from metrickit._core.proc import TailReader, end_group, join_readers
 from metrickit._core.values import NULL, STATUSES
 from metrickit.compute.metrics import Metric
@@ -48,6 +54,7 @@ from metrickit.scoring.contract import DEFAULT_TIMEOUT, MAX_TIMEOUT, check_timeo
 
 __all__ = [
     "MAX_TIMEOUT",
+    "ScriptResult",
     "frame_to_rows",
     "run_metric_script",
     "script_metric",
@@ -219,14 +226,27 @@ def _run_once(
     return out
 
 
+class ScriptResult(dict[Any, Any]):
+    """What :func:`run_metric_script` returns: the script's metrics (a plain dict to
+    compare and serialise), plus ``notes``: the trials that were not handed to the script
+    and why (running trials, and under ``policy="0.26"`` trials without a valid reward)."""
+
+    notes: list[str]
+
+    def __init__(self, values: Mapping[Any, Any], notes: Sequence[str] = ()) -> None:
+        super().__init__(values)
+        self.notes = list(notes)
+
+
 def run_metric_script(
     path: str | os.PathLike[str],
     rewards: Any,
     *,
     timeout: float = DEFAULT_TIMEOUT,
     by: str | Sequence[str] | None = None,
+    policy: Policy = "0.25",
     python: str | None = None,
-) -> dict[str, Any]:
+) -> ScriptResult:
     """Run a Harbor custom ``metric.py`` on rewards, as Harbor does.
 
     Parameters
@@ -234,14 +254,26 @@ def run_metric_script(
     path
         The script. It must accept ``-i/--input-path`` and ``-o/--output-path``.
     rewards
-        A reward frame, a path to a reward file, JSONL text, or a list of dicts/None.
+        A reward frame, a trial table, a path to a reward file, JSONL text, or a list of
+        dicts/None.
     timeout
         Seconds before the script (its whole process group) is killed; at most 600.
     by
         Run the script once per group of this column (or columns) and return
-        ``{group: metrics}``: the per-agent or per-task breakdown Harbor cannot give.
+        ``{group: metrics}``: the per-candidate or per-task breakdown Harbor cannot give.
+    policy
+        Which trials the script is handed (:func:`metrickit._core.frame.counted_trials`):
+        ``"0.25"`` (default) every finished trial, one without a reward as ``null``;
+        ``"0.26"`` only trials with a valid reward. A running trial is never handed over
+        (it has no result: Harbor runs metrics over finished trials).
     python
         Interpreter to use instead of ``uv run``/the current one.
+
+    Returns
+    -------
+    ScriptResult
+        The metrics the script wrote (``{group: metrics}`` with ``by``), a dict with
+        ``.notes`` saying which trials were left out and why.
 
     Raises
     ------
@@ -262,13 +294,16 @@ def run_metric_script(
             frame = rewards
         except TypeError:
             frame = read_rewards(rewards)
+    counted = counted_trials(frame, policy=policy)
+    frame = counted.frame
     if by is None:
-        return _run_once(script, frame_to_rows(frame), timeout, python)
+        return ScriptResult(_run_once(script, frame_to_rows(frame), timeout, python),
+                            counted.notes())
     nf = nw.from_native(frame, eager_only=True)
-    return {
+    return ScriptResult({
         label: _run_once(script, frame_to_rows(nf[idx].to_native()), timeout, python)
         for label, idx in group_indices(frame, by).items()
-    }
+    }, counted.notes())
 
 
 def script_metric(

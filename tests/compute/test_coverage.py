@@ -181,3 +181,11 @@ def test_a_candidate_that_is_never_first_is_not_tied_for_best():
     assert (ri.rank_low[0], ri.rank_high[0]) == (1, 2)
     assert ri.rank_low[1] == 2 and ri.rank_low[2] == 1
     assert list(ri.best_group) == [True, False, True]
+
+
+def test_the_gate_holds_its_level_both_ways():
+    rows = list(coverage.gate(400))
+    assert len(rows) == 24
+    for r in rows:
+        assert r.observed <= 0.06 + 0.025, r  # 400 data sets: ~0.011 Monte-Carlo error
+    assert np.mean([r.observed for r in rows]) <= 0.05

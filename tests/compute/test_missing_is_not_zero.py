@@ -65,7 +65,7 @@ def test_breakdown_says_missing():
 
 def test_pass_at_k_leaves_the_evaluation_out_and_says_why():
     _, t = _table()
-    result = mk.pass_at_k(t, k=2, value="correct")
+    result = mk.pass_at_k(t, k=2, value="correct", by="eval")
     assert set(result.table["eval"]) == {"a", "b"}
     assert any("'c'" in note and "missing (NA)" in note for note in result.notes)
 

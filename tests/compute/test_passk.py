@@ -31,14 +31,15 @@ def stored_pass_at_k(job: Path) -> dict[str, dict[int, float]]:
 def test_equals_what_harbor_stored(job, policy):
     # Harbor-written fixtures: 0.25 counts the errored trial as a failure (pass@2 2/3),
     # 0.26 leaves it out (pass@2 1.0).
-    result = pass_at_k(mk.read_harbor_job(job), policy=policy)
+    result = pass_at_k(mk.read_harbor_job(job), policy=policy, by="eval")
     assert result.harbor == stored_pass_at_k(job)
     other = "0.26" if policy == "0.25" else "0.25"
-    assert pass_at_k(mk.read_harbor_job(job), policy=other).harbor != stored_pass_at_k(job)
+    other_result = pass_at_k(mk.read_harbor_job(job), policy=other, by="eval")
+    assert other_result.harbor != stored_pass_at_k(job)
 
 
 def test_sample_job_table_detail_and_pass_hat_k():
-    result = pass_at_k(mk.read_harbor_job(JOB_025))
+    result = pass_at_k(mk.read_harbor_job(JOB_025), by="eval")
     assert result.harbor == stored_pass_at_k(JOB_025)
     assert result.skipped == {} and result.notes == []
     table = result.table.set_index("k")
@@ -59,7 +60,7 @@ def test_sample_job_table_detail_and_pass_hat_k():
 
 def test_policy_026_leaves_out_invalid_rewards():
     trials = mk.read_harbor_job(JOB_025)
-    result = pass_at_k(trials, policy="0.26")
+    result = pass_at_k(trials, policy="0.26", by="eval")
     # The EnvironmentStartTimeoutError trial has no reward: sqlite-add-index has 3 trials.
     assert result.harbor == {
         "terminus-2__claude-sonnet-4-5__terminal-bench-mini": harbor_pass_at_k(
@@ -78,7 +79,7 @@ def _valid_pairs(trials):
 def test_user_k_and_k_beyond_the_smallest_task():
     trials = mk.read_harbor_job(JOB_025)
     with pytest.warns(PassAtKSkipped, match=r"k=\[5\] exceeds the fewest trials"):
-        result = pass_at_k(trials, k=[3, 5])
+        result = pass_at_k(trials, k=[3, 5], by="eval")
     table = result.table.set_index("k")
     assert list(table.index) == [1, 2, 3, 4, 5]
     assert not table.loc[3, "harbor"]
@@ -94,7 +95,7 @@ def test_user_k_and_k_beyond_the_smallest_task():
 def test_multi_key_group_is_skipped_loudly():
     trials = mk.read_harbor_job(JOB_026)
     with pytest.warns(PassAtKSkipped, match="2 reward keys") as record:
-        result = pass_at_k(trials)
+        result = pass_at_k(trials, by="eval")
     assert len(record) == 2
     assert set(result.skipped) == {"claude-code__claude-sonnet-4-5__webapp-tasks",
                                    "codex__gpt-5__webapp-tasks"}
@@ -108,7 +109,7 @@ def test_value_column_for_a_multi_key_job():
     trials = trials[trials["task_name"] != "deploy-pipeline"]  # its steps average to 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PassAtKSkipped)
-        result = pass_at_k(trials, value="correctness")
+        result = pass_at_k(trials, value="correctness", by="eval")
     table = result.table.set_index(["eval", "k"])
     claude = trials[(trials["agent"] == "claude-code")]
     per_task = claude.groupby("task_name")["correctness"].agg(["size", "sum"])
@@ -128,7 +129,7 @@ def test_non_binary_or_empty_reward_skips_the_group(tmp_path, rewards, reason):
     write_trial(tmp_path / "job", "a__2", task="a", rewards=rewards)
     trials = mk.read_harbor_job(tmp_path / "job")
     with pytest.warns(PassAtKSkipped, match=reason):
-        result = pass_at_k(trials)
+        result = pass_at_k(trials, by="eval")
     assert result.harbor == {"claude-code__claude-sonnet-4-5__my-dataset": {}}
 
 
@@ -173,7 +174,7 @@ def test_matches_harbor_reference_on_random_jobs(trials):
             write_trial(Path(tmp), f"{task}__{i:07d}", task=task, rewards=rewards,
                         started=f"2025-01-01T00:{i:02d}:00Z")
         table = mk.read_harbor_job(tmp)
-    result = pass_at_k(table)
+    result = pass_at_k(table, by="eval")
     expected = harbor_pass_at_k(trials)
     got = result.harbor["claude-code__claude-sonnet-4-5__my-dataset"]
     assert list(got) == list(expected)

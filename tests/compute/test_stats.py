@@ -212,7 +212,7 @@ def _toy_runs() -> pd.DataFrame:
 
 def test_compare_runs_pairs_tasks_and_lists_unpaired():
     df = _toy_runs()
-    result = compare_runs(df, "a", "b", value="reward")
+    result = compare_runs(df, "a", "b", by="agent", value="reward")
     assert result.only_a == ["t5"] and result.only_b == ["t6"]
     assert list(result.tasks["task_name"]) == ["t1", "t2", "t3", "t4"]
     # a minus b per task: 0.5, 0.5, 0, 1
@@ -223,7 +223,10 @@ def test_compare_runs_pairs_tasks_and_lists_unpaired():
     assert result.difference.estimate == pytest.approx(0.5)
     assert result.pvalue == pytest.approx(ref.pvalue)
     low, high = ref.confidence_interval(0.95)
-    assert (result.difference.low, result.difference.high) == pytest.approx((low, high))
+    # scipy's t interval reaches past 1, which a difference of 0/1 rates cannot: it is cut.
+    assert high > 1
+    assert (result.difference.low, result.difference.high) == pytest.approx((low, 1.0))
+    assert any("cut to the range" in note for note in result.notes)
     # Several attempts per task: trials cannot be paired one to one, so no McNemar.
     assert result.mcnemar is None
     assert any("several attempts" in note for note in result.notes)
@@ -245,8 +248,8 @@ def test_compare_runs_ignores_attempt_labels():
     shuffled["attempt"] = shuffled.groupby(["agent", "task_name"])["attempt"].transform(
         lambda a: a[::-1].to_numpy()
     )
-    one = compare_runs(df, "a", "b", value="reward")
-    two = compare_runs(shuffled, "a", "b", value="reward")
+    one = compare_runs(df, "a", "b", by="agent", value="reward")
+    two = compare_runs(shuffled, "a", "b", by="agent", value="reward")
     assert one.pvalue == two.pvalue and one.difference == two.difference
 
 
@@ -256,7 +259,7 @@ def test_compare_runs_mcnemar_only_for_single_attempts():
         for agent, values in (("a", [1, 1, 1, 1, 0, 1]), ("b", [0, 0, 1, 0, 0, 1]))
         for i, v in enumerate(values)
     ]
-    result = compare_runs(pd.DataFrame(rows), "a", "b")
+    result = compare_runs(pd.DataFrame(rows), "a", "b", by="agent")
     assert result.mcnemar == mcnemar_exact([1, 1, 1, 1, 0, 1], [0, 0, 1, 0, 0, 1])
     assert result.underpowered and any("underpowered" in n for n in result.notes)
 
@@ -264,16 +267,17 @@ def test_compare_runs_mcnemar_only_for_single_attempts():
 def test_compare_runs_errors():
     df = _toy_runs()
     with pytest.raises(StatsError, match="'c' is not a value of 'agent'"):
-        compare_runs(df, "a", "c")
+        compare_runs(df, "a", "c", by="agent")
     with pytest.raises(StatsError, match="no 'task_name' in common"):
-        compare_runs(df[df["task_name"].isin(["t5", "t6"])], "a", "b", value="reward")
+        compare_runs(df[df["task_name"].isin(["t5", "t6"])], "a", "b", by="agent",
+                     value="reward")
 
 
 def test_compare_runs_on_sample_job():
     trials = mk.read_harbor_job(f"{JOBS}/2025-06-03__14-30-00")
     with pytest.raises(StatsError, match="pass value= to choose"):
-        compare_runs(trials, "claude-code", "codex")
-    result = compare_runs(trials, "claude-code", "codex", value="correctness")
+        compare_runs(trials, "claude-code", "codex", by="agent")
+    result = compare_runs(trials, "claude-code", "codex", by="agent", value="correctness")
     finished = trials[trials["_status"] != "running"]
     means = finished.groupby(["agent", "task_name"])["correctness"].mean()
     for _, row in result.tasks.iterrows():

@@ -61,15 +61,35 @@ metric_list:
 
 
 
-def run_lm_eval(root: Path) -> Path:
-    """Run lm_eval in ``root``; the ``--output_path`` folder it wrote."""
+# ``group=True``: both tasks versioned and run as one lm-eval group, so the results file
+# records ``group_subtasks`` ({"tiny_suite": ["tiny_mc", "tiny_gen"]}) and ``versions``
+GROUP = """group: tiny_suite
+task:
+  - tiny_mc
+  - tiny_gen
+aggregate_metric_list:
+  - metric: acc
+    weight_by_size: true
+metadata:
+  version: 1.0
+"""
+TASK_VERSION = "metadata:\n  version: 2.0\n"
+
+
+def run_lm_eval(root: Path, *, group: bool = False,
+                model_args: str = "pretrained=tiny/dummy-lm") -> Path:
+    """Run lm_eval in ``root``; the ``--output_path`` folder it wrote. ``group``: run the
+    two tasks as the group ``tiny_suite`` (versioned tasks and group)."""
     root.mkdir(parents=True, exist_ok=True)
     data = root / "docs.jsonl"
     data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     tasks = root / "tasks"
     tasks.mkdir()
-    (tasks / "tiny_mc.yaml").write_text(MC.format(data=data))
-    (tasks / "tiny_gen.yaml").write_text(GEN.format(data=data))
+    version = TASK_VERSION if group else ""
+    (tasks / "tiny_mc.yaml").write_text(MC.format(data=data) + version)
+    (tasks / "tiny_gen.yaml").write_text(GEN.format(data=data) + version)
+    if group:
+        (tasks / "tiny_suite.yaml").write_text(GROUP)
     env = {
         **os.environ,
         "HF_HOME": str(root / "hf"),
@@ -79,8 +99,9 @@ def run_lm_eval(root: Path) -> Path:
     done = subprocess.run(
         [
             sys.executable, "-m", "lm_eval", "--model", "dummy",
-            "--model_args", "pretrained=tiny/dummy-lm",
-            "--tasks", "tiny_mc,tiny_gen", "--include_path", str(tasks),
+            "--model_args", model_args,
+            "--tasks", "tiny_suite" if group else "tiny_mc,tiny_gen",
+            "--include_path", str(tasks),
             "--output_path", str(root / "out"), "--log_samples",
         ],
         capture_output=True, text=True, timeout=300, env=env, cwd=root,

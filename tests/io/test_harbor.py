@@ -257,7 +257,7 @@ def test_truncated_result_raises_naming_the_file(tmp_path):
     assert frame.iloc[1]["trial_name"] == "a__2"
     with pytest.raises(mk.AggregationError, match="invalid row"):
         mk.aggregate(frame)
-    with pytest.raises(HarborJobError, match="invalid rows"):
+    with pytest.raises(HarborJobError, match="invalid row"):
         job_metrics(frame)
     assert mk.aggregate(frame[frame["_status"] != "invalid"]) == {"mean": 1.0}
 

@@ -36,7 +36,8 @@ def test_rows_and_rewards_match_lm_evals_own_files(output: Path) -> None:
     assert set(trials["model"]) == {results["model_name"]}
     assert set(trials["model_provider"]) == {"dummy"}
     assert set(trials["agent"]) == {"lm-eval"}
-    assert set(trials["agent_version"]) == {results["lm_eval_version"]}
+    assert trials["agent_version"].isna().all()  # lm-eval is the harness, not the agent
+    assert set(trials["harness_version"]) == {results["lm_eval_version"]}
     assert set(trials["job"]) == {results_file.stem.removeprefix("results_")}
     assert set(trials["attempt"]) == {1}
     assert set(trials["_status"]) == {"ok"} and trials["reward_valid"].all()

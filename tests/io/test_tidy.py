@@ -107,7 +107,8 @@ def test_missing_rewards_follow_harbors_fill() -> None:
          r"reward column 'ok', row 1: inf"),
         ({"task": "id", "reward": "ok", "attempt": "n"},
          {"id": ["a", "a"], "ok": [1, 0], "n": [1, 1]},
-         r"rows 0 and 1 are the same trial \(candidate 'adhoc', task 'a', attempt 1\)"),
+         r"rows 0 and 1 are the same trial \(run 'table', candidate 'adhoc', task 'a', "
+         r"attempt 1\)"),
         ({"task": "id", "reward": "ok", "attempt": "n"}, {"id": ["a"], "ok": [1], "n": [0]},
          r"attempt column 'n', row 0: 0 \(int\); expected an integer >= 1"),
         ({"task": "id", "reward": "ok"}, {"id": ["a", None], "ok": [1, 1]},

@@ -7,6 +7,7 @@ from typing import Any
 import metrickit as mk
 
 KIND_PREFIX = "_kind_"
+KWARG_PREFIX = "kwarg_"
 
 
 def _harbor(backend: str) -> Any:
@@ -26,14 +27,23 @@ def reward_columns(frame: Any) -> list[str]:
 
 def assert_trial_schema(frame: Any, backend: str) -> None:
     """The non-reward columns are read_harbor_job's, in its order and with its dtypes;
-    every reward column is float with an enum/categorical ``_kind_`` companion."""
+    every reward column is float with an enum/categorical ``_kind_`` companion; the
+    ``kwarg_<name>`` columns (one per agent kwarg, as many as the table's kwargs) come
+    last, text like the other text columns."""
     harbor = _harbor(backend)
-    expect = {c: t for c, t in _dtypes(harbor).items() if not _is_reward(harbor, c)}
+    expect = {c: t for c, t in _dtypes(harbor).items()
+              if not _is_reward(harbor, c) and not c.startswith(KWARG_PREFIX)}
     got_all = _dtypes(frame)
-    got = {c: t for c, t in got_all.items() if not _is_reward(frame, c)}
+    got = {c: t for c, t in got_all.items()
+           if not _is_reward(frame, c) and not c.startswith(KWARG_PREFIX)}
     assert list(got) == list(expect), (list(got), list(expect))
     for column, dtype in expect.items():
         assert got[column] == dtype, (column, got[column], dtype)
+    names = list(frame.columns)
+    kwargs = [c for c in names if c.startswith(KWARG_PREFIX)]
+    assert names[len(names) - len(kwargs):] == sorted(kwargs), names
+    for column in kwargs:
+        assert got_all[column] == expect["agent_kwargs"], (column, got_all[column])
     kind_dtype = _dtypes(harbor)[KIND_PREFIX + reward_columns(harbor)[0]]
     for key in reward_columns(frame):
         assert got_all[key] in ("float64", "Float64"), (key, got_all[key])

@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def demo_report_argv() -> Callable[[Path], list[str]]:
     """The `metrickit report` command of `make demo`, read from the Makefile, writing to
     the given path instead of out/report.html (paths made absolute)."""

@@ -70,7 +70,7 @@ def _task_heatmap():
 
 
 def _summary():
-    return plots.summary(benchmark_trials(seed=0))
+    return plots.summary(benchmark_trials(seed=0), by=["agent", "model"])
 
 
 FAST = [_metric_intervals, _rank_bump, _reward_distribution, _candidate_bars, _task_heatmap]

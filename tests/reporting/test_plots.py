@@ -150,7 +150,7 @@ def test_no_plot_has_overlapping_or_cut_off_text(cases, trials, runs_comparison)
     figures["reward_distribution"] = plots.reward_distribution(cases, column="latency_ms").figure
     figures["candidate_bars"] = plots.candidate_bars(cases, column="accuracy").figure
     figures["task_heatmap"] = plots.task_heatmap(trials, by="model").figure
-    figures["summary"] = plots.summary(trials)
+    figures["summary"] = plots.summary(trials, by=["agent", "model"])
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
     plots.metric_intervals(runs_comparison, ax=axes[0])
     plots.rank_bump(runs_comparison, ax=axes[1])
@@ -234,7 +234,7 @@ def test_heatmap_rows_stay_distinct_when_long_task_labels_share_start_and_end():
 
 @pytest.mark.slow
 def test_summary_draws_the_overview(trials):
-    fig = plots.summary(trials)
+    fig = plots.summary(trials, by=["agent", "model"])
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert any(t.startswith("Mean reward per model") for t in titles)
     assert any(t.startswith("Reward vs time per trial (min)") for t in titles)
@@ -247,3 +247,115 @@ def test_summary_without_a_candidate_column_says_what_to_pass():
 
     with pytest.raises(mk.MetrickitError, match="pass by="):
         plots.summary(pd.DataFrame({"task_name": ["t"], "reward": [1.0]}))
+
+
+# -- candidates: the default column, the rows that count, and one number per quantity ---------
+
+GROUPING = ("reward_distribution", "candidate_bars", "task_heatmap", "tradeoff", "summary",
+            "candidate_means")
+
+
+def test_every_plot_that_groups_defaults_to_the_candidate_column():
+    import inspect
+
+    for name in GROUPING:
+        assert inspect.signature(getattr(plots, name)).parameters["by"].default == "candidate", name
+    assert plots.TradeoffOptions().by == "candidate"
+
+
+def test_a_table_without_the_candidate_column_names_by_and_its_columns(trials):
+    assert "candidate" not in trials.columns
+    calls = {
+        "reward_distribution": lambda: plots.reward_distribution(trials),
+        "candidate_bars": lambda: plots.candidate_bars(trials),
+        "task_heatmap": lambda: plots.task_heatmap(trials),
+        "tradeoff": lambda: plots.tradeoff(trials, x="total_ms", y="reward"),
+        "summary": lambda: plots.summary(trials),
+        "candidate_means": lambda: plots.candidate_means(trials, ["reward"]),
+    }
+    assert set(calls) == set(GROUPING)
+    for name, call in calls.items():
+        with pytest.raises(mk.MetrickitError) as caught:
+            call()
+        message = str(caught.value)
+        assert message.startswith(f"{name}: by='candidate' is not a column"), message
+        assert "pass by=" in message and "'task_name'" in message and "'model'" in message
+    plt.close("all")
+
+
+def test_running_trials_are_not_drawn():
+    """A running trial has no result: counted_trials leaves it out of every plot (its reward
+    cell would otherwise pull the mean of 'b' on task 't2' from 1 to 0.5)."""
+    frame = pd.DataFrame({
+        "candidate": ["a", "a", "b", "b", "b"], "task_name": ["t1", "t2", "t1", "t2", "t2"],
+        "reward": [1.0, 0.0, 0.0, 1.0, 0.0], "total_ms": [1.0, 2.0, 3.0, 4.0, 5.0],
+        "_status": ["ok", "ok", "ok", "ok", "running"]})
+    ax = plots.task_heatmap(frame)
+    values = np.ma.filled(ax.get_images()[0].get_array().astype(float), np.nan)
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert values[rows.index("t2"), columns.index("b")] == 1.0
+    means = plots.candidate_means(frame, ["reward", "total_ms"]).set_index("candidate")
+    assert means.loc["b", "n"] == 2 and means.loc["b", "reward"] == 0.5
+    bars = plots.candidate_bars(frame, column="reward")
+    assert sorted(p.get_width() for p in bars.patches) == [0.5, 0.5]
+    plt.close("all")
+
+
+def test_p_front_does_not_depend_on_the_order_of_the_columns(cases):
+    """The demo's table lists reward first; the trade-off plot asks for (x, y, colour): each
+    candidate's P(front) is the same number in both."""
+    kw = {"maximize": ("accuracy",), "minimize": ("latency_ms", "cost_usd")}
+    table = plots.candidate_means(cases, ["accuracy", "latency_ms", "cost_usd"], **kw)
+    other = plots.candidate_means(cases, ["latency_ms", "cost_usd", "accuracy"], **kw)
+    assert list(other.columns[:6]) == ["candidate", "n", "n_tasks", "latency_ms",
+                                       "latency_ms_low", "latency_ms_high"]
+    assert table["p_front"].tolist() == other["p_front"].tolist()
+    assert 0 < table["p_front"].min() < 1 or table["p_front"].nunique() > 1
+
+
+def test_tradeoff_labels_print_the_tables_p_front_with_the_reports_formatter(cases):
+    from metrickit.reporting.numbers import share
+
+    table = plots.candidate_means(cases, ["accuracy", "latency_ms", "cost_usd"])
+    ax = plots.tradeoff(cases, options=plots.TradeoffOptions(max_labels=100))
+    names = dict(zip(plots.short_labels(list(table["candidate"])), table["p_front"],
+                     strict=True))
+    labelled = 0
+    for text in ax.texts:
+        match = re.fullmatch(r"(.+) \((\d+(?:\.\d+)?%)\)", text.get_text())
+        if match:
+            assert match.group(2) == share(names[match.group(1)]), text.get_text()
+            labelled += 1
+    assert labelled >= 3
+    # given the table (means=), the plot draws exactly those numbers
+    shifted = table.assign(p_front=0.996)
+    ax = plots.tradeoff(cases, means=shifted, options=plots.TradeoffOptions(max_labels=100))
+    shown = [t.get_text() for t in ax.texts if t.get_text().endswith(")")]
+    assert shown and all(t.endswith(" (99.6%)") for t in shown), shown
+    with pytest.raises(mk.MetrickitError, match="means= lacks"):
+        plots.tradeoff(cases, means=table.drop(columns=["accuracy_low"]))
+    plt.close("all")
+
+
+@pytest.mark.slow
+def test_summary_says_which_candidates_pool_runs(trials):
+    from metrickit._core.identity import candidate_summary
+
+    pooled = trials.assign(run=np.where(trials["attempt"] % 2 == 0, "job-1", "job-2"),
+                           candidate=trials["model"])
+    pooled.loc[pooled["model"] == pooled["model"].iloc[0], "run"] = "job-1"
+    facts = candidate_summary(pooled)
+    assert facts["pooled"].sum() == len(facts) - 1
+    fig = plots.summary(pooled)
+    footer = " ".join(fig.get_supxlabel().split())
+    assert footer.startswith("pooled from several runs with identical recorded configurations:")
+    names = dict(zip(facts["candidate"], plots.short_labels(list(facts["candidate"])),
+                     strict=True))
+    for name, n_runs, is_pooled in facts[["candidate", "n_runs", "pooled"]].itertuples(
+            index=False):
+        assert (f"{names[name]} ({n_runs})" in footer) == bool(is_pooled), name
+    assert _clean(fig) == ([], [])
+    plain = plots.summary(trials.assign(candidate=trials["model"], run="job-1"))
+    assert plain.get_supxlabel() == ""  # nothing pooled: no footer
+    plt.close("all")

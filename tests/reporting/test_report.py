@@ -12,18 +12,19 @@ import hashlib
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from report_page import parse as _parse
 
 import metrickit as mk
 from metrickit.cli import main as cli
 from metrickit.compute.stats import task_labels
 from metrickit.errors import MetrickitError
 from metrickit.reporting.html import report
+from metrickit.reporting.numbers import fixed, significant
 
 SPEC = {
     "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
@@ -32,62 +33,6 @@ SPEC = {
     "cost": {"reference": 0.5},
 }
 EXTERNAL = re.compile(r"""(?:src|href|action|srcset)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
-
-
-class _Page(HTMLParser):
-    """Tables (by id) as lists of rows of (text, classes), image sources, and the text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[tuple[str, str]]]] = {}
-        self.marks: dict[str, list[str]] = {}
-        self.images: list[dict[str, str | None]] = []
-        self.text: list[str] = []
-        self._table: str | None = None
-        self._row: list[tuple[str, str]] | None = None
-        self._cell: list[str] | None = None
-        self._classes = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "table":
-            self._table = a.get("id") or f"table{len(self.tables)}"
-            self.tables[self._table] = []
-            self.marks[self._table] = []
-        elif tag == "tr" and self._table is not None:
-            self._row = []
-            self.marks[self._table].append(a.get("class") or "")
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell, self._classes = [], ""
-        elif tag == "span" and self._cell is not None:
-            self._classes = a.get("class") or ""
-        elif tag == "img":
-            self.images.append(a)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row.append(("".join(self._cell).strip(), self._classes))
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._table is not None:
-            self.tables[self._table].append(self._row)
-            self._row = None
-        elif tag == "table":
-            self._table = None
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def rows(self, table: str) -> list[dict[str, tuple[str, str]]]:
-        header, *body = self.tables[table]
-        return [dict(zip([h for h, _ in header], row, strict=True)) for row in body]
-
-
-def _parse(path: Path) -> _Page:
-    page = _Page()
-    page.feed(path.read_text(encoding="utf-8"))
-    return page
 
 
 @pytest.fixture(scope="module")
@@ -114,16 +59,43 @@ def _finished(trials):
     return trials[trials["_status"].astype(str) != "running"]
 
 
-def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
-    _, page, _ = html_report
-    expected = mk.breakdown(trials, by="eval", value="reward").set_index("eval")
+def _valued(trials):
     valued = _finished(trials)
     valued = valued[valued["reward"].notna()].copy()
     valued["task"] = task_labels(valued, "task_name").to_numpy()
-    ranking = mk.compare_metrics(valued, {"reward": "reward"}, by="eval", cluster="task")
+    return valued
+
+
+def _tie_rule(valued, by="candidate", value="reward"):
+    """The report's rule, spelled out with metrickit's public functions: the leader (rank
+    1, then P(best)), each other candidate against it by compare_runs on the tasks both
+    ran, Holm over those comparisons; tied when the rank interval includes 1 or the
+    adjusted difference is not significant (or there is no task in common)."""
+    ranking = mk.compare_metrics(valued, {value: value}, by=by, cluster="task")
+    table = ranking.table.assign(order=range(len(ranking.table))).sort_values(
+        ["rank", "p_best", "order"], ascending=[True, False, True]).set_index("group")
+    leader, *others = list(table.index)
+    runs, pvalues = {}, []
+    for name in others:
+        try:
+            runs[name] = mk.compare_runs(valued, name, leader, by=by, task="task", value=value)
+        except mk.StatsError:
+            runs[name] = None
+        pvalues.append(runs[name].pvalue if runs[name] is not None else np.nan)
+    p_holm = dict(zip(others, mk.ranking.holm(pvalues), strict=True))
+    best = [leader] + [n for n in others if table.loc[n, "rank_low"] == 1
+                       or (runs[n] is not None and not p_holm[n] < 0.05)]
+    return table, leader, others, runs, p_holm, best
+
+
+def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
+    _, page, _ = html_report
+    expected = mk.breakdown(trials, by="candidate", value="reward").set_index("candidate")
+    valued = _valued(trials)
+    table, _, _, _, _, best = _tie_rule(valued)
     rows = page.rows("headline")
     assert len(rows) == len(expected)
-    ranks = ranking.table.set_index("group")["rank"]
+    ranks = table["rank"]
     shown = [(r["candidate"][0], r["rank"][0]) for r in rows if r["rank"][1] != "na"]
     assert [int(rank) for _, rank in shown] == sorted(int(rank) for _, rank in shown)
     assert {name: int(rank) for name, rank in shown} == ranks.to_dict()
@@ -131,8 +103,8 @@ def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
         name = row["candidate"][0]
         want = expected.loc[name]
         if np.isfinite(want["mean"]):
-            assert row["mean reward"][0] == f"{want['mean']:.3f}"
-            assert row["95% CI"][0] == f"[{want['ci_low']:.3f}, {want['ci_high']:.3f}]"
+            assert row["mean reward"][0] == fixed(want["mean"])
+            assert row["95% CI"][0] == f"[{fixed(want['ci_low'])}, {fixed(want['ci_high'])}]"
         assert row["trials"][0] == f"{int(want['n']):,}"
         assert row["errors"][0] == str(int(want["n_errors"]))
     notes = expected["note"].fillna("").astype(str)
@@ -140,7 +112,6 @@ def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
     assert ("note" in rows[0]) == (notes != "").any()
     for row in rows if "note" in rows[0] else []:
         assert row["note"][0] == notes[row["candidate"][0]]
-    best = ranking.best()["reward"]
     verdict = " ".join(" ".join(page.text).split())
     if len(best) == 1:
         assert f"Best: {best[0]} (best at 95 %)." in verdict
@@ -155,7 +126,7 @@ def test_headline_numbers_and_verdict_are_metrickits(trials, html_report):
 def test_missing_value_is_shown_as_missing_never_zero(trials, html_report):
     _, page, _ = html_report
     finished = _finished(trials)
-    na = sorted(e for e, g in finished.groupby("eval") if g["reward"].isna().all())
+    na = sorted(e for e, g in finished.groupby("candidate") if g["reward"].isna().all())
     assert na, "the example job should have evaluations without a 'reward' key"
     rows = {r["candidate"][0]: r for r in page.rows("headline")}
     for name in na:
@@ -176,7 +147,7 @@ def test_markdown_variant_has_images_beside_it_and_missing_cells(trials, md_repo
         data = (md_report.parent / relative).read_bytes()
         assert data.startswith(b"\x89PNG")
     finished = _finished(trials)
-    na = [e for e, g in finished.groupby("eval") if g["correctness"].isna().all()]
+    na = [e for e, g in finished.groupby("candidate") if g["correctness"].isna().all()]
     lines = {line for line in text.splitlines() if line.startswith("| ")}
     for name in na:
         escaped = name.replace("_", "\\_")
@@ -190,26 +161,32 @@ def test_markdown_variant_has_images_beside_it_and_missing_cells(trials, md_repo
 
 def test_pass_at_k_matches(trials, html_report):
     _, page, _ = html_report
-    table = mk.pass_at_k(_finished(trials), by="eval", value="reward").table
+    table = mk.pass_at_k(_finished(trials), by="candidate", value="reward").table
     rows = {r["candidate"][0]: r for r in page.rows("pass-at-k-table")}
     assert len(table)
     for _, want in table.iterrows():
-        assert rows[want["eval"]][f"pass@{int(want['k'])}"][0] == f"{want['pass_at_k']:.3f}"
+        assert rows[want["candidate"]][f"pass@{int(want['k'])}"][0] == fixed(want["pass_at_k"])
 
 
 def test_flips_are_compare_runs_of_the_two_best(trials, html_report):
     _, page, _ = html_report
     text = " ".join(" ".join(page.text).split())
-    a = re.search(r"A: (\S+)\. B: (\S+)\.", text)
+    a = re.search(r"A: (.+?)\. B: (.+?)\. Tasks won", text)
     assert a is not None
     leader, other = a.group(1), a.group(2)
-    valued = _finished(trials)
-    valued = valued[valued["reward"].notna()]
-    cmp = mk.compare_runs(valued, leader, other, by="eval", value="reward")
-    assert f"difference {cmp.difference.estimate:+.3f}" in text
+    _, want_leader, others, _, _, _ = _tie_rule(_valued(trials))
+    assert leader == want_leader and other == others[0]
+    cmp = mk.compare_runs(_valued(trials), other, leader, by="candidate", task="task",
+                          value="reward")
+    assert f"{other} − {leader} = {fixed(cmp.difference.estimate, sign=True)}" in text
+    assert f"over {cmp.n_tasks} paired tasks (paired t, p = {significant(cmp.pvalue)};" in text
     got = [r["task"][0] for r in page.rows("flips-table")] if "flips-table" in page.tables \
         else []
-    assert got == [str(t) for t in cmp.flips["task_name"]]
+    assert got == [str(t) for t in cmp.flips["task"]]
+    assert got, "the example's two best should flip on some task"
+    for row, (_, want) in zip(page.rows("flips-table"), cmp.flips.iterrows(), strict=True):
+        assert (row["mean A"][0], row["mean B"][0]) == (fixed(want["mean_b"], 2),
+                                                        fixed(want["mean_a"], 2))
 
 
 def test_errors_and_costs(trials, html_report):
@@ -221,7 +198,7 @@ def test_errors_and_costs(trials, html_report):
     for kind, n in counts.items():
         assert rows[kind]["trials"][0] == f"{n:,}"
     costs = {r["candidate"][0]: r for r in page.rows("costs-table")}
-    for name, part in finished.groupby("eval"):
+    for name, part in finished.groupby("candidate"):
         total = part["cost_usd"].astype(float).sum()
         shown = float(costs[name]["total cost"][0].lstrip("$").replace(",", ""))
         assert shown == pytest.approx(total, rel=5e-3)
@@ -237,11 +214,11 @@ def test_spec_section_ranks_by_the_spec(trials, html_report):
         pd.DataFrame({"accuracy": valued["reward"].astype(float).to_numpy(),
                       "latency_ms": valued["total_ms"].astype(float).to_numpy(),
                       "cost_usd": valued["cost_usd"].astype(float).to_numpy()}))
-    means = scored.groupby(valued["eval"].to_numpy())["reward"].mean()
+    means = scored.groupby(valued["candidate"].to_numpy())["reward"].mean()
     rows = page.rows("spec-ranking")
     assert [r["candidate"][0] for r in rows] == list(means.sort_values(ascending=False).index)
     for row in rows:
-        assert row["spec reward"][0] == f"{means[row['candidate'][0]]:.3f}"
+        assert row["spec reward"][0] == fixed(means[row["candidate"][0]])
     text = " ".join(page.text)
     assert '"speed": {' in text and "300000" in text
 
@@ -288,9 +265,9 @@ def test_names_are_escaped(tmp_path):
                        "run": ["<b>bold</b>"] * 3 + ["a|b"] * 3,
                        "ok": [1, 1, 0, 1, 0, 0]})
     trials = mk.trials_from_frame(df, task="task", candidate="run", reward="ok")
-    html = report(trials, tmp_path / "r.html").read_text()
+    html = report(trials, tmp_path / "r.html", by="eval").read_text()
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
-    md = report(trials, tmp_path / "r.md").read_text()
+    md = report(trials, tmp_path / "r.md", by="eval").read_text()
     assert "a\\|b" in md
 
 
@@ -420,7 +397,8 @@ def test_other_trial_folders_and_what_is_not_one(tmp_path, capsys):
     runs = mk.examples.path("terminal_bench_run").parent  # a folder of Terminal-Bench runs
     assert cli(["report", str(runs), "-o", str(tmp_path / "tb.html")]) == 0
     expected = mk.read_terminal_bench(mk.examples.path("terminal_bench_run"))
-    assert len(_parse(tmp_path / "tb.html").rows("headline")) == expected["eval"].nunique()
+    assert len(_parse(tmp_path / "tb.html").rows("headline")) == \
+        expected["candidate"].nunique()
     empty = tmp_path / "empty"
     empty.mkdir()
     assert cli(["report", str(empty), "-o", str(tmp_path / "x.html")]) == 1
@@ -429,28 +407,38 @@ def test_other_trial_folders_and_what_is_not_one(tmp_path, capsys):
 
 
 def test_against_the_leader_explains_the_tie_rule(trials, html_report):
+    """Each row is compare_runs of the candidate and the leader on the tasks both ran; the
+    verdict's ties are exactly the rows that are not significant (or may be best)."""
     _, page, _ = html_report
-    valued = _finished(trials)
-    valued = valued[valued["reward"].notna()].copy()
-    valued["task"] = task_labels(valued, "task_name").to_numpy()
-    ranking = mk.compare_metrics(valued, {"reward": "reward"}, by="eval", cluster="task")
-    table = ranking.table.set_index("group")
-    leader = table["rank"].idxmin()
-    pairs = ranking.pairwise
+    valued = _valued(trials)
+    table, leader, others, runs, p_holm, best = _tie_rule(valued)
     rows = page.rows("against-leader")
-    assert {r["candidate"][0] for r in rows} == set(table.index) - {leader}
+    assert [r["candidate"][0] for r in rows] == others
+    tasks = valued.groupby("candidate")["task"].agg(set)
+    assert any(runs[n] is None for n in others), "the example has candidates on other tasks"
     tied_by_test = set()
     for row in rows:
         name = row["candidate"][0]
-        pair = pairs[((pairs["a"] == leader) & (pairs["b"] == name))
-                     | ((pairs["a"] == name) & (pairs["b"] == leader))].iloc[0]
-        assert row["p (Holm)"][0] == f"{pair['p_holm']:.3g}"
-        difference = table.loc[name, "value"] - table.loc[leader, "value"]
-        assert float(row["reward − leader"][0]) == pytest.approx(difference, abs=6e-4)
+        cmp = runs[name]
+        left_out = len(tasks[name] ^ tasks[leader])
+        assert row["left out"][0] == str(left_out)
+        if cmp is None:
+            assert row["reward − leader"][0] == "no task in common"
+            assert row["paired tasks"][0] == "0" and row["significant"][0] == "not tested"
+            continue
+        assert row["reward − leader"][0] == fixed(cmp.difference.estimate, sign=True)
+        assert row["paired tasks"][0] == str(cmp.n_tasks) == str(len(tasks[name] & tasks[leader]))
+        assert row["p"][0] == significant(cmp.pvalue)
+        assert row["p (Holm)"][0] == significant(p_holm[name])
+        low, high = (float(x) for x in row["95% CI"][0].strip("[]").split(", "))
+        assert -1 <= low <= high <= 1  # a difference of 0/1 rates
         if row["significant"][0] == "no":
             tied_by_test.add(name)
     may_be_best = set(table.index[table["rank_low"] == 1])
-    assert set(ranking.best()["reward"]) == {leader} | tied_by_test | may_be_best
+    assert set(best) == {leader} | tied_by_test | may_be_best
+    verdict = " ".join(" ".join(page.text).split())
+    assert (f"Best: {leader} (best at 95 %)." if len(best) == 1
+            else f"Tied for best: {', '.join(best)} (none is best at 95 %).") in verdict
 
 
 def test_the_report_says_how_it_counts_and_refuses_what_it_cannot_write(trials, tmp_path):
