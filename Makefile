@@ -2,18 +2,31 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-dev
+# Two installs into the one venv, each with its own stamp: `make demo` needs only the
+# runtime dependencies (the CLI and a plotting script: no extra), `make test` and the
+# tools the dev and browser extras (pytest, linters, lm-eval, dspy, JupyterLab, Playwright).
+# --no-compile: Python writes the bytecode of the modules the demo imports as it imports
+# them, not of every module of every dependency (about 120 MB).
+STAMP      := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed-runtime
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast lint typecheck bench clean chromium lab
+.PHONY: demo test test-fast lint docs bench clean chromium lab
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser,docs]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+# The dev install holds the runtime one; a venv made by `make test` is used as it is.
+$(DEMO_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet --no-compile -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	@mkdir -p out
 	$(BIN)/metrickit summarize data/rewards/missing_dims.jsonl
 	$(BIN)/metrickit aggregate -i data/rewards/multi_dim.jsonl -o out/metrics.json
@@ -44,10 +57,17 @@ lab: $(STAMP)
 	$(BIN)/python -m jupyter lab --no-browser --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
+# ruff check, mypy and the import-layer contracts; CI (.ci/run) runs this before the tests.
+# No `ruff format --check`: the code is not ruff-formatted (most files would change).
 lint: $(STAMP)
 	$(BIN)/ruff check metrickit tests benchmarks
 	$(BIN)/mypy metrickit
 	$(BIN)/lint-imports
+
+# The documentation site in site/: guides, the API reference from the docstrings, and the
+# notebooks executed as pages; --strict makes a broken link or reference an error.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

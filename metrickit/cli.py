@@ -121,8 +121,10 @@ def _load_function(spec: str) -> Callable[..., object]:
 def _check_scorer(args: argparse.Namespace) -> int:
     from metrickit.scoring.scorers import check_scorer
 
-    report = check_scorer(args.scorer, args.cases, n=args.n, timeout=args.timeout)
-    print(report)
+    report = check_scorer(args.scorer, args.cases, n=None if args.all else args.n,
+                          timeout=args.timeout)
+    # every case: only the failures, grouped by reason (a line per case would be thousands)
+    print(report.failures_text() if args.all else report)
     return 0 if report.ok else 1
 
 
@@ -347,8 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("scorer", type=Path, help="scorer file (metric.py) defining score()")
     check.add_argument("--cases", type=Path, required=True, help="case table (JSONL)")
-    check.add_argument("--n", type=int, default=3,
-                       help="sample cases to run, spread evenly over the table (default: 3)")
+    check_n = check.add_mutually_exclusive_group()
+    check_n.add_argument("--n", type=int, default=3,
+                         help="sample cases to run, spread evenly over the table (default: 3)")
+    check_n.add_argument("--all", action="store_true",
+                         help="run every case and print only the failures, grouped by reason "
+                         "with counts and a few examples")
     check.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per call, at most 600 (default: 60)"
     )
@@ -418,14 +424,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command == "store" and args.action == "add" and not args.paths:
         parser.error("store add needs at least one PATH")
+    failed = GATE_BAD_INPUT if args.command == "gate" else 1  # gate's 1 means a regression
     try:
         return _COMMANDS[args.command](args)
     except MetrickitError as exc:
+        _debug_traceback()
         print(f"metrickit {args.command}: error: {exc}", file=sys.stderr)
-        return GATE_BAD_INPUT if args.command == "gate" else 1
+        return failed
     except OSError as exc:
+        _debug_traceback()
         print(f"metrickit {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return failed
+    except Exception as exc:
+        # not an error metrickit raises on purpose: one line naming what failed, never a
+        # traceback unless asked for
+        _debug_traceback()
+        text = " ".join(str(exc).split())
+        text = text if len(text) <= 300 else text[:297] + "..."
+        hint = ("the traceback is above" if _debugging()
+                else "METRICKIT_DEBUG=1 shows the traceback")
+        print(f"metrickit {args.command}: error: {args.command} failed unexpectedly with "
+              f"{type(exc).__name__}" + (f": {text}" if text else "")
+              + f" (a bug in metrickit or an input it does not check; {hint})",
+              file=sys.stderr)
+        return failed
+
+
+def _debugging() -> bool:
+    import os
+
+    return os.environ.get("METRICKIT_DEBUG", "") not in ("", "0")
+
+
+def _debug_traceback() -> None:
+    """The traceback of the exception being handled, on stderr, when METRICKIT_DEBUG=1."""
+    if _debugging():
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,29 @@ A wheel carries them inside the package (``metrickit/_examples``); a source chec
 (an editable install) reads them from the checkout's ``data/`` folder. Either way the
 path does not depend on where Python was started, so a notebook opened from
 ``notebooks/`` or anywhere else finds them.
+
+In a wheel the Harbor job folders (5,087 small files) are one archive,
+``_examples/harbor_jobs.tar.xz``; the first :func:`path` or :func:`load` of a Harbor example
+unpacks it into the user's cache (``$METRICKIT_CACHE_DIR``, else
+``$XDG_CACHE_HOME/metrickit``, else ``~/.cache/metrickit``; under a folder named by the
+archive's hash, so an upgrade gets its own) and every later call reads the folders there.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 __all__ = ["load", "names", "path", "root"]
+
+#: the folders a wheel carries as one archive (``<name>.tar.xz`` in the examples root)
+_ARCHIVED = ("harbor_jobs",)
 
 # name -> (path under the examples root, what load() returns)
 _DATASETS: dict[str, tuple[str, str]] = {
@@ -61,6 +76,59 @@ def root() -> Path:
     )
 
 
+def _cache_home() -> Path:
+    """Where unpacked example archives live: ``$METRICKIT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/metrickit``, else ``~/.cache/metrickit``."""
+    if os.environ.get("METRICKIT_CACHE_DIR"):
+        return Path(os.environ["METRICKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "metrickit"
+
+
+@functools.cache
+def _unpacked(archive: Path) -> Path:
+    """The folder holding ``archive``'s contents, unpacked on first use.
+
+    The target is named by the archive's SHA-256, unpacked beside it under a temporary name
+    and renamed into place, so a reader never sees half a folder and two processes that
+    unpack at once both end with the same complete copy. Where the cache cannot be written,
+    a temporary folder of this process is used.
+    """
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
+    try:
+        home = _cache_home()
+        target = home / f"examples-{digest}"
+        if target.is_dir():
+            return target
+        home.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=home))
+    except OSError:
+        target = staging = Path(tempfile.mkdtemp(prefix=f"metrickit-examples-{digest}-"))
+    with tarfile.open(archive, "r:xz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(staging, filter="data")
+        else:  # pragma: no cover - Python < 3.11.4
+            tar.extractall(staging)  # the package's own archive
+    if staging != target:
+        try:
+            staging.rename(target)
+        except OSError:  # another process finished first: its copy is the same
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _base(relative: str) -> Path:
+    """The folder ``relative`` is under: the examples root, or for a folder the wheel
+    carries as an archive, where that archive is unpacked."""
+    top = Path(relative).parts[0] if relative else ""
+    base = root()
+    if top in _ARCHIVED and not (base / top).exists():
+        archive = base / f"{top}.tar.xz"
+        if archive.is_file():
+            return _unpacked(archive)
+    return base
+
+
 def names() -> list[str]:
     """The data sets :func:`load` knows."""
     return list(_DATASETS)
@@ -76,7 +144,7 @@ def path(name: str) -> Path:
         No such example; the message lists the names.
     """
     relative = _DATASETS[name][0] if name in _DATASETS else name
-    found = root() / relative
+    found = _base(relative) / relative
     if not found.exists():
         raise FileNotFoundError(
             f"no example {name!r}; data sets are {names()}, and files live under "

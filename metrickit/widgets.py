@@ -290,21 +290,40 @@ def _literal(spec: Mapping[str, Any], notes: Mapping[str, str], problem: str | N
     return "\n".join(lines)
 
 
-class _Debouncer:
-    """Run ``fn`` once the value stops changing for ``wait`` seconds.
+#: an update that takes less than this (ms) runs at once on every slider event: it keeps
+#: up with a held key's repeat (about 30 per second), and waiting for the drag to pause
+#: would cost more than the update
+_FAST_MS = 30.0
 
-    Inside a running event loop (a Jupyter kernel) calls are coalesced with
-    ``loop.call_later``; without one (scripts, tests) or with ``wait == 0`` they run at once.
+
+class _Debouncer:
+    """Run ``fn`` once the value stops changing for ``wait`` seconds, unless it is fast.
+
+    ``fn`` runs at once when ``wait == 0``, outside a running event loop (scripts, tests),
+    or when ``cost()`` (what its last run took, in ms) is below ``fast_ms``: then the
+    debounce would only add delay. Otherwise, inside a running event loop (a Jupyter
+    kernel), calls are coalesced with ``loop.call_later``.
     """
 
-    def __init__(self, fn: Callable[[], None], wait: float) -> None:
+    def __init__(
+        self, fn: Callable[[], None], wait: float, *,
+        cost: Callable[[], float] = lambda: math.inf, fast_ms: float = _FAST_MS,
+    ) -> None:
         self.fn = fn
         self.wait = wait
+        self.cost = cost
+        self.fast_ms = fast_ms
         self._handle: asyncio.TimerHandle | None = None
 
+    def _run(self) -> None:
+        self.fn()
+
     def __call__(self) -> None:
-        if self.wait <= 0:
-            self.fn()
+        if self.wait <= 0 or self.cost() < self.fast_ms:
+            if self._handle is not None:
+                self._handle.cancel()
+                self._handle = None
+            self._run()
             return
         try:
             loop = asyncio.get_running_loop()
@@ -314,7 +333,7 @@ class _Debouncer:
             except RuntimeError:
                 loop = None
             if loop is None or not loop.is_running():
-                self.fn()
+                self._run()
                 return
         if self._handle is not None:
             self._handle.cancel()
@@ -323,7 +342,7 @@ class _Debouncer:
 
     def _fire(self) -> None:
         self._handle = None
-        self.fn()
+        self._run()
 
 
 class SpecTuner:
@@ -369,10 +388,14 @@ class SpecTuner:
         self._figure: Any = None
         self._artists: dict[str, Any] = {}
         self._name_regions: list[Any] = []
+        self._title_regions: dict[str, Any] = {}
+        self._part_cache: dict[tuple[Any, ...], np.ndarray] = {}
         self._ipympl = _uses_ipympl()
         self._build_controls(start)
         self._build_layout()
-        self._schedule = _Debouncer(self.update, debounce_ms / 1000)
+        self._schedule = _Debouncer(
+            self.update, debounce_ms / 1000,
+            cost=lambda: self.timings.get("update_ms", math.inf))
         for control in self._controls():
             control.observe(self._changed, names="value")
         self.update()
@@ -502,12 +525,18 @@ class SpecTuner:
     # -- update ----------------------------------------------------------------
 
     def update(self) -> None:
-        """Recompute scores and ranking from the controls, then redraw. Never raises."""
+        """Recompute scores and ranking from the controls, then redraw. Never raises.
+
+        The plot goes out first (what the eye follows while dragging), then the texts.
+        ``timings`` holds ``recompute_ms`` (scores and ranking), ``draw_ms`` (the new
+        image), ``text_ms`` (verdict, table, literal) and ``update_ms`` (their sum, without
+        building a figure anew: what the next slider event costs).
+        """
         t0 = time.perf_counter()
         controls = self._controls_spec()
         try:
             spec = RewardSpec.from_dict(controls)
-            scores = spec.score_arrays(self.data.acc, self.data.lat, self.data.cost)
+            scores = self._scores(spec)
         except MetrickitError as exc:
             self._show_problem(controls, exc)
             return
@@ -515,10 +544,37 @@ class SpecTuner:
         self._spec = spec
         self.ranking = self._rank(scores)
         t1 = time.perf_counter()
-        self._render_text(spec, self.ranking)
-        self._draw(self.ranking)
+        built = self._draw(self.ranking)
         t2 = time.perf_counter()
-        self.timings = {"recompute_ms": (t1 - t0) * 1000, "draw_ms": (t2 - t1) * 1000}
+        self._render_text(spec, self.ranking)
+        t3 = time.perf_counter()
+        self.timings = {"recompute_ms": (t1 - t0) * 1000, "draw_ms": (t2 - t1) * 1000,
+                        "text_ms": (t3 - t2) * 1000, "build_ms": built * 1000}
+        self.timings["update_ms"] = (t3 - t0 - built) * 1000
+
+    def _scores(self, spec: RewardSpec) -> dict[str, np.ndarray]:
+        """:meth:`RewardSpec.score_arrays` of the cases, with each part's scores computed
+        once per setting of that part (a weight slider only recombines them).
+
+        The composite is ``w_accuracy * a + w_speed * s + w_cost * c`` in score_arrays'
+        order, so the numbers are the same to the last bit.
+        """
+        d = self.data
+        n = d.acc.shape[0]
+        parts = []
+        for part, values in (("accuracy", d.acc), ("speed", d.lat), ("cost", d.cost)):
+            section = spec.to_dict().get(part, {})
+            key = (part, spec.shape, tuple(sorted(section.items())))
+            if key not in self._part_cache:
+                if len(self._part_cache) > 64:
+                    self._part_cache.clear()
+                x = np.full(n, np.nan) if values is None else values
+                self._part_cache[key] = spec.part_score(part, x)
+            parts.append(self._part_cache[key])
+        a, sp, c = parts
+        w = spec.weights
+        composite = w["accuracy"] * a + w["speed"] * sp + w["cost"] * c
+        return {"accuracy_score": a, "speed_score": sp, "cost_score": c, "reward": composite}
 
     def _rank(self, scores: Mapping[str, np.ndarray]) -> Any:
         import pandas as pd
@@ -629,9 +685,14 @@ class SpecTuner:
 
     # -- drawing ---------------------------------------------------------------
 
-    def _draw(self, table: Any) -> None:
+    def _draw(self, table: Any) -> float:
+        """Move the artists to ``table``'s ranking and show the figure; the seconds spent
+        building a new figure (0 when the existing one was updated)."""
+        built = 0.0
         if self._figure is None:
+            start = time.perf_counter()
             self._build_figure()
+            built = time.perf_counter() - start
         art = self._artists
         rewards = table["reward"].to_numpy(dtype=float)
         low = table["reward_low"].to_numpy(dtype=float)
@@ -656,6 +717,7 @@ class SpecTuner:
             )
         art["title"].set_text(self._title(art["title_width"]))
         self._show()
+        return built
 
     def _show(self) -> None:
         fig, art = self._figure, self._artists
@@ -673,9 +735,18 @@ class SpecTuner:
             region = self._name_regions[i]
             x1, y1, _, _ = region.get_extents()
             canvas.restore_region(region, xy=(x1, y1 - round(k * step)))
-        names = set(map(id, art["names"]))
+        # The title takes few values (the verdicts met so far): each is rendered once.
+        title = art["title"]
+        text = title.get_text()
+        if text in self._title_regions:
+            canvas.restore_region(self._title_regions[text])
+        else:
+            title.axes.draw_artist(title)
+            if len(self._title_regions) < 256:
+                self._title_regions[text] = canvas.copy_from_bbox(art["title_strip"])
+        skip = {*map(id, art["names"]), id(title)}
         for artist in art["dynamic"]:
-            if id(artist) not in names:
+            if id(artist) not in skip:
                 artist.axes.draw_artist(artist) if artist.axes else fig.draw_artist(artist)
         self.png = _png(canvas)
         self._image.value = self.png
@@ -773,6 +844,13 @@ class SpecTuner:
                 artist.set_animated(True)
             fig.canvas.draw()  # the static parts, without the moving artists
             self._background = fig.canvas.copy_from_bbox(fig.bbox)
+            self._title_regions = {}
+            from matplotlib.transforms import Bbox
+
+            box = bar_ax.get_window_extent()
+            # Everything above the bar axes, from its left edge (where the title starts)
+            # to the figure's right edge: only the title moves there.
+            art["title_strip"] = Bbox([[box.x0 - 2, box.y1 + 1], [fig.bbox.x1, fig.bbox.y1]])
             self._name_regions = self._render_names(fig, bar_ax, art)
 
     def _render_names(self, fig: Any, ax: Any, art: dict[str, Any]) -> list[Any]:
@@ -811,16 +889,30 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _png(canvas: Any) -> bytes:
-    """PNG bytes of an Agg canvas's current buffer (fast compression: it changes often)."""
-    import io
+    """PNG bytes of an Agg canvas's current buffer, made for speed: it changes on every
+    slider move.
 
-    from PIL import Image
+    The figure is opaque, so the pixels go out as RGB; every row is stored unfiltered and
+    the lot compressed with zlib's fastest level. That is a third of the time Pillow's
+    adaptive-filter PNG takes for the same size (a plot is mostly flat colour, which
+    filtering does not help).
+    """
+    import struct
+    import zlib
 
     width, height = canvas.get_width_height(physical=True)
-    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    out = io.BytesIO()
-    image.save(out, format="png", compress_level=1)
-    return out.getvalue()
+    rgba = np.asarray(canvas.buffer_rgba()).reshape(height, width, 4)
+    rows = np.empty((height, 1 + 3 * width), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type 0 (none) per row
+    rows[:, 1:].reshape(height, width, 3)[...] = rgba[..., :3]
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
 
 
 def _uses_ipympl() -> bool:

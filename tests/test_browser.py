@@ -66,8 +66,11 @@ def _api(base: str, token: str, path: str, method: str = "GET") -> object:
     return json.loads(body) if body else None
 
 
-@pytest.fixture
-def jupyter(tmp_path):
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory):
+    # One JupyterLab for the module's tests (starting it takes seconds); each test opens
+    # its own page and the kernels it started are shut down after it (_no_sessions_left).
+    tmp_path = tmp_path_factory.mktemp("jupyter")
     assert Path(CHROMIUM).exists(), (
         f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) "
         "or deselect with -m 'not browser'"
@@ -115,6 +118,17 @@ def jupyter(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_sessions_left(jupyter):
+    yield
+    base, token = jupyter
+    try:
+        for session in _api(base, token, "/api/sessions") or []:  # type: ignore[union-attr]
+            _api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
+    except OSError:
+        pass
 
 
 def _best(page) -> str:

@@ -82,7 +82,7 @@ def test_the_tuner_runs_with_its_defaults(name):
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata not present (a user's "
                     "clone has no outside data)")
-def test_real_data_names_the_right_candidates():
+def test_real_data_names_the_right_candidates(tmp_path):
     tb = mk.load(REALDATA / "terminal_bench_1")
     assert tb["candidate"].nunique() == 3
     jobs = sorted((REALDATA / "harbor_jobs" / "thinharness-preflight").glob("*/job"))
@@ -99,3 +99,9 @@ def test_real_data_names_the_right_candidates():
     t = mk.trials_from_frame(otel, task="TaskName", reward="Reward", model="ModelName")
     assert t["candidate"].nunique() == 14
     assert len(mk.breakdown(t)) == 14
+    # and again from the saved trial table, through mk.load and the report's defaults
+    t.to_csv(tmp_path / "otel.csv", index=False)
+    again = mk.load(tmp_path / "otel.csv")
+    assert sorted(again["candidate"].unique()) == sorted(t["candidate"].unique())
+    page = mk.report(again, tmp_path / "otel.md").read_text()
+    assert "1,014 trials · 14 candidates" in page

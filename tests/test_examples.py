@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 import zipfile
@@ -63,7 +64,8 @@ def test_unknown_example_lists_what_exists():
 
 @pytest.mark.slow
 def test_wheel_carries_the_example_data(tmp_path):
-    # What a `pip install metrickit` user gets: the data inside the package.
+    # What a `pip install metrickit` user gets: the data inside the package, the Harbor
+    # jobs as one archive that mk.examples unpacks into the user's cache on first use.
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
@@ -73,9 +75,61 @@ def test_wheel_carries_the_example_data(tmp_path):
     for expected in ("metrickit/examples.py", "metrickit/_examples/cases/tickets.jsonl",
                      "metrickit/_examples/rewards/runs/steady.jsonl",
                      "metrickit/_examples/metric_scripts/strict_pass_rate.py",
-                     f"metrickit/_examples/harbor_jobs/{BENCH.name}/result.json"):
+                     "metrickit/_examples/harbor_jobs.tar.xz"):
         assert expected in names, expected
-    assert any(n.startswith("metrickit/_examples/harbor_jobs/2025-06-02__10-00-00/") for n in names)
+    assert not any("/harbor_jobs/" in n or "__pycache__" in n for n in names)
+    assert wheel.stat().st_size <= 1_000_000 and len(names) <= 500, (wheel.stat(), len(names))
+    # The wheel's own package, imported from where the wheel was unpacked (not the checkout).
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = (
+        "import metrickit as mk, pathlib; p = mk.examples.path('harbor_jobs'); "
+        "assert 'site' not in str(p) and p.is_dir(), p; "
+        "t = mk.examples.load('harbor_jobs'); "
+        f"s = mk.read_harbor_job(mk.examples.path('harbor_jobs/{BENCH.name}'), progress=False); "
+        "print(p, len(t), len(s), mk.examples.load('tickets').shape[0], "
+        "mk.examples.path('cases/exact_match.py').is_file())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site), "METRICKIT_CACHE_DIR": str(tmp_path / "c")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out[1:] == [str(len(mk.examples.load("harbor_jobs"))), "960", "1200", "True"]
+    unpacked = Path(out[0])
+    files = sorted(p.relative_to(unpacked) for p in unpacked.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(DATA / "harbor_jobs")
+                           for p in (DATA / "harbor_jobs").rglob("*") if p.is_file())
+    assert all((unpacked / f).read_bytes() == (DATA / "harbor_jobs" / f).read_bytes()
+               for f in files)
+
+
+def test_examples_unpack_an_archived_folder_once(tmp_path, monkeypatch):
+    # The wheel's layout without building one: the build hook's archive in an examples
+    # root, unpacked into the cache by path(), byte for byte, and reused afterwards.
+    hook = _generator("hatch_build")
+    src = tmp_path / "src" / "harbor_jobs"
+    for rel in ("a__1/result.json", "a__1/verifier/reward.txt", "b/config.json"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(f"{rel}\n".encode())
+    root = tmp_path / "root"
+    hook.write_archive(src, root / "harbor_jobs.tar.xz")
+    first = (root / "harbor_jobs.tar.xz").read_bytes()
+    hook.write_archive(src, root / "harbor_jobs.tar.xz")
+    assert (root / "harbor_jobs.tar.xz").read_bytes() == first  # deterministic
+    monkeypatch.setattr(mk.examples, "root", lambda: root)
+    monkeypatch.setenv("METRICKIT_CACHE_DIR", str(tmp_path / "cache"))
+    mk.examples._unpacked.cache_clear()
+    try:
+        found = mk.examples.path("harbor_jobs")
+        assert found.parent.parent == tmp_path / "cache" and found.name == "harbor_jobs"
+        assert (found / "a__1" / "verifier" / "reward.txt").read_bytes() == (
+            b"a__1/verifier/reward.txt\n")
+        assert mk.examples.path("harbor_jobs/b/config.json").read_bytes() == b"b/config.json\n"
+        mk.examples._unpacked.cache_clear()
+        (found / "marker").write_text("kept")  # a second process finds the unpacked copy
+        assert (mk.examples.path("harbor_jobs") / "marker").is_file()
+        assert [p.name for p in (tmp_path / "cache").iterdir()] == [found.parent.name]
+    finally:
+        mk.examples._unpacked.cache_clear()
 
 
 def test_sample_data_stays_small():

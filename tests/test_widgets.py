@@ -160,6 +160,7 @@ def test_slider_events_are_debounced_inside_an_event_loop(cases, capsys):
 
     async def drag() -> tuple[int, int, str]:
         tuner = tune_spec(cases, debounce_ms=50)
+        tuner._schedule.cost = lambda: 100.0  # an update slower than the fast threshold
         updates = []
         original = tuner._schedule.fn
         tuner._schedule.fn = lambda: (updates.append(1), original())[1]
@@ -174,6 +175,44 @@ def test_slider_events_are_debounced_inside_an_event_loop(cases, capsys):
     assert during == 0  # nothing recomputed while the events kept coming
     assert after == 1  # one update once they stopped, with the last value
     assert speed == "1.0"
+
+
+def test_fast_updates_skip_the_debounce(cases, capsys):
+    import asyncio
+
+    from metrickit.widgets import _FAST_MS
+
+    async def drag() -> tuple[int, str]:
+        tuner = tune_spec(cases, debounce_ms=50)
+        tuner._schedule.cost = lambda: _FAST_MS / 2  # the last update was fast
+        updates = []
+        original = tuner._schedule.fn
+        tuner._schedule.fn = lambda: (updates.append(1), original())[1]
+        for value in (0.3, 0.5, 0.7):
+            tuner.w_speed.value = value
+        return len(updates), str(tuner.spec["weights"]["speed"])
+
+    during, speed = asyncio.run(drag())
+    capsys.readouterr()
+    assert during == 3 and speed == "0.7"  # each event updated at once, no waiting
+
+
+def test_update_timings_and_cached_part_scores_match_score_arrays(cases):
+    # A weight move recombines cached part scores: the same numbers as the spec's own
+    # vectorised scoring, to the last bit, and the timings say what the update cost.
+    tuner = tune_spec(cases, debounce_ms=0)
+    for value in (0.35, 0.6):
+        tuner.w_cost.value = value
+        spec = mk.RewardSpec.from_dict(tuner.spec)
+        d = tuner.data
+        expected = spec.score_arrays(d.acc, d.lat, d.cost)
+        got = tuner._scores(spec)
+        for key, values in expected.items():
+            np.testing.assert_array_equal(got[key], values)
+    assert {"recompute_ms", "draw_ms", "text_ms", "update_ms"} <= set(tuner.timings)
+    assert tuner.timings["build_ms"] == 0  # the figure was updated, not built anew
+    tuner.speed_ref.value = tuner.speed_ref.options[1][1]
+    assert len(tuner._part_cache) >= 4  # a new speed part; accuracy and cost reused
 
 
 def test_empty_table_and_bool_candidates_are_handled():

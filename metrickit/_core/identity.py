@@ -139,7 +139,16 @@ def candidate_labels(
                 else:
                     shown = kwarg_text(kwargs[k][part]) if part in kwargs[k] else NOT_SET
                     labels[k].append(f"{part}={shown}")
-    return {k: SEP.join(v) for k, v in labels.items()}
+    out = {k: SEP.join(v) for k, v in labels.items()}
+    # Parts that differ but print alike (a kwarg 1 and "1") leave a clash: number them, so
+    # two configurations never share a label
+    seen: dict[str, int] = {}
+    for k in distinct:
+        n = seen.get(out[k], 0) + 1
+        seen[out[k]] = n
+        if n > 1:
+            out[k] = f"{out[k]} #{n}"
+    return out
 
 
 def _runs_text(runs: list[Any]) -> str:

@@ -169,6 +169,8 @@ def aggregate(
         Column(s) to group by. The result is then ``{group: {...}}`` with one Harbor dict
         per group (groups in order of first appearance; a tuple key for several columns).
 
+    Notes
+    -----
     A trial table from any metrickit reader works too. Its trials count by
     :func:`metrickit._core.frame.counted_trials` under Harbor 0.25's policy: running trials
     (no result yet) are left out, as Harbor's job metrics only cover finished trials

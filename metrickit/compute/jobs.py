@@ -147,10 +147,6 @@ def summarize_trials(
     from metrickit.compute.stats import mean_ci
 
     trials = nw.from_native(trials, eager_only=True).to_pandas()
-    metrics = job_metrics(trials, policy=policy)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PassAtKSkipped)
-        passk = pass_at_k(trials, policy=policy, by="eval")  # Harbor's grouping
     keys = reward_keys(trials)
     lines = [f"{title}: {len(trials)} trial(s)", f"policy {policy} ({why})"]
     known = _known_rows(trials, "eval")
@@ -171,7 +167,8 @@ def summarize_trials(
             f"  trials: {len(done)} finished, {running} running; tasks: "
             f"{done['task_name'].nunique()}; with reward: {int(done['has_reward'].sum())}"
         )
-        # The interval is for the number Harbor reports: the trials its policy counts.
+        # The trials Harbor's policy counts; the estimate is the mean over tasks of each
+        # task's mean (the sampling unit), Harbor's mean over trials beside it when it differs
         counted = counted_trials(sub, policy=policy).frame
         for key in keys:
             present = done[KIND_PREFIX + key].astype(str) != "missing"
@@ -187,16 +184,31 @@ def summarize_trials(
             note = f"; {ci.note}" if ci.note else ""
             left = (f"; {int((~measured).sum())} trial(s) without it (NA) left out"
                     if not measured.all() else "")
+            harbor = float(values[measured].mean())
+            beside = ("" if abs(harbor - ci.estimate) < 5e-5
+                      else f"; Harbor's mean over trials {harbor:.4f}")
             lines.append(
-                f"  {key}: mean {ci.estimate:.4f}{spread} (95% CI, {ci.method}, "
-                f"trials={ci.n}{tasks}, policy {policy}{note}{left})"
+                f"  {key}: mean {ci.estimate:.4f}{spread} (mean over tasks, 95% CI, "
+                f"{ci.method}, trials={ci.n}{tasks}, policy {policy}{note}{left}){beside}"
             )
-        evals = list(group_indices(sub, "eval")) if by != "eval" else [label]
-        for ev in evals:
+        # Harbor computes its metrics and pass@k per evaluation of one job: never across
+        # runs, even when their evaluation keys match (two runs of one agent, models not
+        # recorded, share the key agent__dataset)
+        split = ["run", "eval"] if "run" in sub.columns else ["eval"]
+        parts = group_indices(sub, split)
+        for part_label, rows in parts.items():
+            part = sub.iloc[rows]
+            ev = part_label[-1] if isinstance(part_label, tuple) else part_label
+            several = len({p[0] for p in parts} if split[0] == "run" else {None}) > 1
             indent = "  "
-            if by != "eval":
-                lines.append(f"  evaluation {ev}:")
+            if by != "eval" or several:
+                where = f" in run {part_label[0]}" if several else ""
+                lines.append(f"  evaluation {ev}{where}:")
                 indent = "    "
+            metrics = job_metrics(part, policy=policy)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PassAtKSkipped)
+                passk = pass_at_k(part, policy=policy, by="eval")  # Harbor's grouping
             lines += _harbor_lines(indent, ev, policy, metrics, passk)
         errors = done["exception_type"].dropna().value_counts()
         if len(errors):

@@ -578,7 +578,9 @@ def _normalise(metrics: Any) -> list[Metric]:
 class Comparison:
     """Metric definitions side by side, with how sure each ranking is.
 
-    ``table``: one row per (group, metric output) with ``value``, ``ci_low``, ``ci_high``,
+    ``table``: one row per (group, metric output) with ``value`` (for means: the mean
+    over tasks of each task's mean, the estimand of every interval and rank here),
+    ``harbor_value`` (the metric over trials: Harbor's metric), ``ci_low``, ``ci_high``,
     ``ci_method``, ``n`` (rows), ``n_tasks``, ``rank`` (1 = best under that metric),
     ``rank_low``/``rank_high`` (the 95 % interval of the rank over draws of the groups'
     means from their task-clustered joint sampling distribution: :class:`metrickit.compute.ranking.
@@ -680,9 +682,10 @@ def _interval(
         if n < 2 and method != "wilson":
             return math.nan, math.nan, "none (one value)"
         iv = stats.mean_ci(
-            rows, method=method, confidence=confidence, n_resamples=n_resamples, seed=seed
+            rows, method=method, confidence=confidence, n_resamples=n_resamples, seed=seed,
+            clusters=clusters,
         )
-        return iv.low, iv.high, method
+        return iv.low, iv.high, iv.method + (f" ({iv.note})" if iv.note else "")
     if n < 2:
         return math.nan, math.nan, "none (one value)"
     if clusters is not None and len(np.unique(clusters)) < n:
@@ -884,7 +887,8 @@ def compare_metrics(
             per_row_all[_label(m, out_name, len(rows_all))] = rows
     table = pd.DataFrame.from_records(
         records,
-        columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n", "n_tasks"],
+        columns=["group", "metric", "value", "ci_low", "ci_high", "ci_method", "n", "n_tasks",
+                 "harbor_value"],
     )
     table["rank"] = pd.array([pd.NA] * len(table), dtype="Int64")
     for column in ("rank_low", "rank_high"):
@@ -989,9 +993,23 @@ def _group_records(
     for out_name, v in values.items():
         lo, hi, method = bounds.get(out_name, (math.nan, math.nan, "none"))
         n, n_tasks = sizes.get(out_name, (n_rows, every_task))
+        harbor = v
+        got = per_row.get(out_name) if per_row is not None else None
+        if (m.reduce is _mean and got is not None and sub_units is not None
+                and np.shape(got)[-1] == n_rows and math.isfinite(v)):
+            # one estimand: the mean over tasks of each task's mean (Harbor's: ``harbor``)
+            keep = np.isfinite(got)
+            units = sub_units[keep]
+            counts = np.bincount(units)
+            task_means = np.bincount(units, weights=got[keep])[counts > 0] / counts[counts > 0]
+            v = float(task_means.mean())
+            if math.isfinite(lo) and not lo <= harbor <= hi:
+                method += (" (Harbor's metric, the mean over trials, lies outside the "
+                           "interval: tasks have unequal attempts)")
         out.append({
             "metric": _label(m, out_name, len(values)), "value": v, "ci_low": lo,
             "ci_high": hi, "ci_method": method, "n": n, "n_tasks": n_tasks,
+            "harbor_value": harbor,
         })
     return out
 

@@ -85,7 +85,7 @@ from metrickit.io.harbor_trials import (
     running_row,
     subdirs,
 )
-from metrickit.io.trials import build_trials
+from metrickit.io.trials import build_trials, guarded
 
 __all__ = ["eval_key", "read_harbor_job", "read_job_result"]
 
@@ -116,6 +116,7 @@ def read_harbor_job(
 ) -> tuple[Any, list[Problem]]: ...
 
 
+@guarded("read_harbor_job", error=HarborJobError)
 def read_harbor_job(
     path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,

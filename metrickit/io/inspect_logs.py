@@ -84,7 +84,17 @@ from typing import Any
 from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
 from metrickit.errors import MetrickitWarning, TrialSourceError
-from metrickit.io.trials import Backend, build_trials, empty_row, parse_time, split_model
+from metrickit.io.trials import (
+    Backend,
+    Cursor,
+    build_trials,
+    empty_row,
+    guarded,
+    parse_time,
+    reading,
+    split_model,
+    unexpected,
+)
 
 __all__ = ["read_inspect_log"]
 
@@ -103,6 +113,7 @@ def _import_inspect() -> Any:
     return inspect_log
 
 
+@guarded("read_inspect_log")
 def read_inspect_log(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
@@ -154,7 +165,8 @@ def read_inspect_log(
     rewards: list[dict[str, Any] | None] = []
     where: list[str] = []
     for file in files:
-        _read_one(inspect_log, file, rows, rewards, where)
+        with reading(_local(file)) as at:
+            _read_one(inspect_log, file, rows, rewards, where, at)
     _unique_runs(rows)
     return build_trials(rows, rewards, backend, where=where)
 
@@ -213,9 +225,22 @@ def _read_one(
     rows: list[dict[str, Any]],
     rewards: list[dict[str, Any] | None],
     where: list[str],
+    at: Cursor,
 ) -> None:
-    header = inspect_log.read_eval_log(file, header_only=True)
-    summaries = inspect_log.read_eval_log_sample_summaries(file)
+    at.at("the log's header (read_eval_log)")
+    try:
+        header = inspect_log.read_eval_log(file, header_only=True)
+        at.at("the log's samples (read_eval_log_sample_summaries)")
+        summaries = inspect_log.read_eval_log_sample_summaries(file)
+    except Exception as exc:
+        if not unexpected(exc):
+            raise
+        raise TrialSourceError(
+            f"{_local(file)}: not a readable Inspect AI log: Inspect's own reader failed on "
+            f"{at.field} ({type(exc).__name__}: {_first_line(exc)}); expected a .eval (zip) "
+            "or .json log as `inspect eval` writes it, complete (not cut short)"
+        ) from exc
+    at.at(None)
     location = _local(file)
     agent = _agent(header)
     model, provider = split_model(header.eval.model)
@@ -260,6 +285,7 @@ def _read_one(
     for s in summaries:
         row = dict(base)
         label = f"{location}: sample {s.id!r} epoch {s.epoch}"
+        at.where = label
         row.update(
             task_name=str(s.id),
             attempt=int(s.epoch),
@@ -289,6 +315,7 @@ def _read_one(
         rows.append(row)
         rewards.append(reward)
         where.append(label)
+    at.where = location
     unrun = _unrun(header, seen)
     if not unrun:
         return
@@ -372,19 +399,36 @@ def _usage(model_usage: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else "no message"
+
+
 def _scores(scores: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """One reward per scorer, and per key of a dict-valued score (``name.key``). Two scores
+    that would give one column (a scorer named ``graded.correct`` beside dict scorer
+    ``graded`` with key ``correct``) are refused: one would silently replace the other."""
     out: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     for name, score in scores.items():
         value = score.value
         if isinstance(value, Mapping):
-            for key, item in value.items():
-                converted = _convert(item, f"{label}: score {name!r} key {key!r}")
-                if converted is not None:
-                    out[f"{name}.{key}"] = converted
+            items = [(f"{name}.{key}", item, f"score {name!r} key {key!r}")
+                     for key, item in value.items()]
         else:
-            converted = _convert(value, f"{label}: score {name!r}")
+            items = [(str(name), value, f"score {name!r}")]
+        for column, item, what in items:
+            if column in origin:
+                raise TrialSourceError(
+                    f"{label}: {origin[column]} and {what} both give the reward column "
+                    f"{column!r}, so one would replace the other (scorer {name!r} beside "
+                    f"scorer {column.rsplit('.', 1)[0]!r}); rename one of the scorers "
+                    "(@scorer(name=...)) or the dict key"
+                )
+            origin[column] = what
+            converted = _convert(item, f"{label}: {what}")
             if converted is not None:
-                out[name] = converted
+                out[column] = converted
     return out
 
 

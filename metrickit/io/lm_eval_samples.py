@@ -65,8 +65,9 @@ from typing import Any
 
 from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
+from metrickit._core.values import describe_value
 from metrickit.errors import TrialSourceError
-from metrickit.io.trials import Backend, build_trials, empty_row
+from metrickit.io.trials import Backend, build_trials, empty_row, guarded, reading
 
 __all__ = ["read_lm_eval_samples"]
 
@@ -76,6 +77,7 @@ _RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl$")
 
 
+@guarded("read_lm_eval_samples")
 def read_lm_eval_samples(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
@@ -106,8 +108,10 @@ def read_lm_eval_samples(
     ------
     TrialSourceError
         No results file, a run without samples files, a line that is not a JSON object with
-        ``doc_id``, a non-numeric metric value, a metric given twice for one document (the
-        message names file, line, document, metric and value).
+        ``doc_id``, a line that is not UTF-8, ``metrics`` that is not a list of metric
+        names, a non-numeric metric value, a metric given twice for one document, a field
+        of the results file of the wrong type (the message names file, line, document,
+        field or metric and value).
 
     Examples
     --------
@@ -123,7 +127,8 @@ def read_lm_eval_samples(
     where: list[str] = []
     seen_keys: set[str] = set()
     for results_file in _results_files(path):
-        _read_run(results_file, wanted, rows, rewards, where, seen_keys)
+        with reading(results_file):
+            _read_run(results_file, wanted, rows, rewards, where, seen_keys)
     if wanted is not None and wanted - seen_keys:
         raise TrialSourceError(
             f"metrics={sorted(wanted - seen_keys)} not found in any samples file; the records "
@@ -170,8 +175,8 @@ def _read_run(
     assert match is not None
     date = match.group("date")
     try:
-        results = json.loads(results_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        results = json.loads(results_file.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
         raise TrialSourceError(f"{results_file}: not a readable JSON file ({exc})") from None
     if not isinstance(results, dict):
         raise TrialSourceError(
@@ -183,6 +188,14 @@ def _read_run(
             f"{results_file}: field 'config' is {config!r} ({type(config).__name__}); "
             "expected an object (the run's model and arguments)"
         )
+    for name, value in (("model_name", results.get("model_name")),
+                        ("lm_eval_version", results.get("lm_eval_version")),
+                        ("config.model", config.get("model"))):
+        if value is not None and not isinstance(value, str):
+            raise TrialSourceError(
+                f"{results_file}: field {name!r} is {describe_value(value)}; expected text or "
+                "null"
+            )
     model = results.get("model_name") or None
     version = results.get("lm_eval_version")
     samples = []
@@ -303,19 +316,44 @@ def _read_samples(
     seen_keys: set[str],
 ) -> None:
     by_doc: dict[str, int] = {}
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
             label = f"{file}:{number}"
             try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = raw[max(exc.start - 10, 0):exc.end + 10]
+                raise TrialSourceError(
+                    f"{label}: not UTF-8 (bytes {raw[exc.start:exc.end]!r} at byte "
+                    f"{exc.start} of the line, in {bad!r}); lm-eval writes UTF-8 JSON lines: "
+                    "re-save the file as UTF-8"
+                ) from None
+            try:
                 record = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise TrialSourceError(f"{label}: not a JSON line ({exc})") from None
             if not isinstance(record, dict) or "doc_id" not in record:
                 raise TrialSourceError(f"{label}: expected a JSON object with 'doc_id'")
-            doc = str(record["doc_id"])
-            filt = record.get("filter", "none")
+            doc_id, filt, metrics = record["doc_id"], record.get("filter", "none"), \
+                record.get("metrics") or []
+            if isinstance(doc_id, bool) or not isinstance(doc_id, int | str):
+                raise TrialSourceError(
+                    f"{label}: field 'doc_id' is {describe_value(doc_id)}; expected the "
+                    "document's number (or text)"
+                )
+            if filt is not None and not isinstance(filt, str):
+                raise TrialSourceError(
+                    f"{label}: field 'filter' is {describe_value(filt)}; expected the filter's "
+                    "name ('none', 'strict-match', ...) or null"
+                )
+            if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+                raise TrialSourceError(
+                    f"{label}: field 'metrics' is {describe_value(metrics)}; expected a list of "
+                    "metric names (['acc', 'acc_norm']), each a key of the record"
+                )
+            doc = str(doc_id)
             if doc not in by_doc:
                 by_doc[doc] = len(rows)
                 row = dict(base)
@@ -333,7 +371,7 @@ def _read_samples(
                 where.append(f"{label} (doc_id {doc})")
             reward = rewards[by_doc[doc]]
             assert reward is not None
-            for metric in record.get("metrics") or []:
+            for metric in metrics:
                 key = metric if filt in (None, "none") else f"{metric},{filt}"
                 seen_keys.add(key)
                 if wanted is not None and key not in wanted:

@@ -644,7 +644,13 @@ def _read_rewards(units: list[Path], o: _Options) -> list[Any]:
 
 
 def _read_tables(units: list[Path], o: _Options) -> list[Any]:
-    return [_read_table(u, o) for u in units]
+    from metrickit.io.trials import reading
+
+    frames = []
+    for unit in units:
+        with reading(unit):
+            frames.append(_read_table(unit, o))
+    return frames
 
 
 def _raw_table(path: Path, *, text: bool, keep_text: Sequence[str] = ()) -> Any:
@@ -673,6 +679,8 @@ _TIDY_COLUMNS = {
     "attempt": "attempt", "group": "task_group", "agent_kwargs": "agent_kwargs",
     "latency_ms": "total_ms", "cost_usd": "cost_usd", "input_tokens": "n_input_tokens",
     "output_tokens": "n_output_tokens", "error": "exception_message",
+    "exception_type": "exception_type", "started_at": "started_at",
+    "finished_at": "finished_at", "trial_dir": "trial_dir",
 }
 
 
@@ -888,8 +896,14 @@ def read_sources(
     for s in found:
         by_format.setdefault(s.format, []).append(s.path)
     frames: list[Any] = []
+    from metrickit.io.trials import reading
+
     for name, units in by_format.items():
-        frames += FORMATS[name].read(units, options)
+        # every reader guards itself; this names the format and the paths of anything that
+        # still escapes one (a reward file, a reader added later)
+        with reading(f"{FORMATS[name].reader}({_listing([str(u) for u in units], 3)})",
+                     error=TrialSourceError):
+            frames += FORMATS[name].read(units, options)
     if len(frames) == 1:
         return frames[0]
     from metrickit.io.tidy import concat_trials

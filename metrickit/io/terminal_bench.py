@@ -61,13 +61,16 @@ from typing import Any
 
 from metrickit._core.identity import canonical_kwargs
 from metrickit._core.schema import eval_key
+from metrickit._core.values import MAX_EXACT_INT, describe_value
 from metrickit.errors import TrialSourceError
 from metrickit.io.trials import (
     Backend,
     build_trials,
     empty_row,
+    guarded,
     ms_between,
     parse_time,
+    reading,
     split_model,
 )
 
@@ -76,8 +79,12 @@ __all__ = ["read_terminal_bench"]
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
 _NO_FAILURE = (None, "none", "unset")
 _INVALID = frozenset({"agent_installation_failed"})
+_TOKENS = ("total_input_tokens", "total_output_tokens")
+_TIMES = ("trial_started_at", "trial_ended_at", "agent_started_at", "agent_ended_at",
+          "test_started_at", "test_ended_at")
 
 
+@guarded("read_terminal_bench")
 def read_terminal_bench(
     run_folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
@@ -104,7 +111,10 @@ def read_terminal_bench(
     TrialSourceError
         No run at the path, a ``results.json`` or ``run_metadata.json`` that is not valid
         JSON or lacks a field the reader needs, an ``is_resolved`` that is not true, false or
-        null (the message names the file, the trial, the field and the value).
+        null, a token count that is not a whole number from 0 to 2**53 (a bool, text, a
+        negative number), a timestamp that is not ISO 8601 text, a ``task_id``,
+        ``trial_name`` or ``failure_mode`` that is not text, or anything else the format
+        does not allow (the message names the file, the trial, the field and the value).
 
     Examples
     --------
@@ -138,14 +148,15 @@ def read_terminal_bench(
     rewards: list[dict[str, Any] | None] = []
     where: list[str] = []
     for run in runs:
-        _read_run(run, rows, rewards, where)
+        with reading(run):
+            _read_run(run, rows, rewards, where)
     return build_trials(rows, rewards, backend, where=where)
 
 
 def _load(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise TrialSourceError(f"{path}: not a readable JSON file ({exc})") from None
 
 
@@ -211,12 +222,14 @@ def _read_run(
                 "with a 'results' list)"
             )
         for i, trial in enumerate(results["results"]):
-            if not isinstance(trial, dict) or "trial_name" not in trial or "task_id" not in trial:
+            label = f"{results_file}: results[{i}]"
+            _check_names(trial, label)
+            if trial["trial_name"] in trials:
                 raise TrialSourceError(
-                    f"{results_file}: results[{i}] is not a TrialResults object with "
-                    "'trial_name' and 'task_id'"
+                    f"{label}: trial_name {trial['trial_name']!r} is listed twice (also at "
+                    f"{trials[trial['trial_name']][1]}); expected one result per trial"
                 )
-            trials[trial["trial_name"]] = (trial, f"{results_file}: results[{i}]")
+            trials[trial["trial_name"]] = (trial, label)
     running: list[tuple[str, str]] = []
     for task_dir in sorted(p for p in run.iterdir() if p.is_dir()):
         for trial_dir in sorted(p for p in task_dir.iterdir() if p.is_dir()):
@@ -225,8 +238,7 @@ def _read_run(
                 continue
             if own.exists():
                 trial = _load(own)
-                if not isinstance(trial, dict) or "task_id" not in trial:
-                    raise TrialSourceError(f"{own}: expected a TrialResults object")
+                _check_names(trial, str(own))
                 trials[trial_dir.name] = (trial, str(own))
             else:
                 running.append((task_dir.name, trial_dir.name))
@@ -236,33 +248,40 @@ def _read_run(
         row = dict(base)
         task = trial["task_id"]
         name = trial["trial_name"]
+        label = f"{label} (trial {name!r})"
         seen[task] = seen.get(task, 0) + 1
         match = _ATTEMPT.search(name)
         failure = trial.get("failure_mode")
+        if failure is not None and not isinstance(failure, str):
+            raise TrialSourceError(
+                f"{label}: field 'failure_mode' is {describe_value(failure)}; expected text "
+                "(a FailureMode such as 'none', 'agent_timeout') or null"
+            )
         resolved = trial.get("is_resolved")
         if resolved is not None and not isinstance(resolved, bool):
             raise TrialSourceError(
-                f"{label} (trial {name!r}): is_resolved is {resolved!r}; expected true, false "
-                "or null"
+                f"{label}: is_resolved is {resolved!r}; expected true, false or null"
             )
-        started = parse_time(trial.get("trial_started_at"))
-        ended = parse_time(trial.get("trial_ended_at"))
+        times = {field: _stamp(trial, field, label) for field in _TIMES}
+        with reading(label) as at:
+            at.at("trial_started_at .. trial_ended_at")
+            total = ms_between(times["trial_started_at"], times["trial_ended_at"])
+            at.at("agent_started_at .. agent_ended_at")
+            agent_ms = ms_between(times["agent_started_at"], times["agent_ended_at"])
+            at.at("test_started_at .. test_ended_at")
+            test_ms = ms_between(times["test_started_at"], times["test_ended_at"])
         row.update(
             task_name=task,
             trial_name=name,
             attempt=int(match.group(1)) if match else seen[task],
-            exception_type=None if failure in _NO_FAILURE else str(failure),
-            n_input_tokens=trial.get("total_input_tokens"),
-            n_output_tokens=trial.get("total_output_tokens"),
-            started_at=started,
-            finished_at=ended,
-            total_ms=ms_between(started, ended),
-            agent_execution_ms=ms_between(
-                parse_time(trial.get("agent_started_at")), parse_time(trial.get("agent_ended_at"))
-            ),
-            verifier_ms=ms_between(
-                parse_time(trial.get("test_started_at")), parse_time(trial.get("test_ended_at"))
-            ),
+            exception_type=None if failure in _NO_FAILURE else failure,
+            n_input_tokens=_count(trial, "total_input_tokens", label),
+            n_output_tokens=_count(trial, "total_output_tokens", label),
+            started_at=times["trial_started_at"],
+            finished_at=times["trial_ended_at"],
+            total_ms=total,
+            agent_execution_ms=agent_ms,
+            verifier_ms=test_ms,
             trial_dir=str(run / task / name),
             reward_valid=resolved is not None and failure not in _INVALID,
         )
@@ -283,3 +302,49 @@ def _read_run(
         rows.append(row)
         rewards.append(None)
         where.append(str(run / task / name))
+
+
+def _check_names(trial: Any, label: str) -> None:
+    """A TrialResults object: a JSON object whose ``task_id`` and ``trial_name`` are text."""
+    if not isinstance(trial, dict) or "trial_name" not in trial or "task_id" not in trial:
+        raise TrialSourceError(
+            f"{label}: {describe_value(trial)} is not a TrialResults object with 'trial_name' "
+            "and 'task_id'"
+        )
+    for field in ("task_id", "trial_name"):
+        value = trial[field]
+        if not isinstance(value, str) or not value.strip():
+            raise TrialSourceError(
+                f"{label}: field {field!r} is {describe_value(value)}; expected non-empty text"
+            )
+
+
+def _count(trial: dict[str, Any], field: str, label: str) -> int | None:
+    """A token count: a whole number from 0 to 2**53, or null."""
+    value = trial.get(field)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_EXACT_INT:
+        return int(value)  # 1200.0: a whole number written as a float
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXACT_INT:
+        raise TrialSourceError(
+            f"{label}: field {field!r} is {describe_value(value)}; expected a whole number "
+            "of tokens from 0 to 2**53, or null"
+        )
+    return value
+
+
+def _stamp(trial: dict[str, Any], field: str, label: str) -> Any:
+    """A timestamp: ISO 8601 text (as ``datetime.isoformat()`` writes it) or null."""
+    value = trial.get(field)
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise TypeError
+        return parse_time(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TrialSourceError(
+            f"{label}: field {field!r} is {describe_value(value)}; expected an ISO 8601 "
+            "timestamp ('2025-08-15T19:28:24.123456+00:00') or null"
+        ) from None

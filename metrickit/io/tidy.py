@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -18,12 +20,25 @@ import numpy as np
 from metrickit._core.identity import canonical_kwargs, with_candidates
 from metrickit._core.schema import pandas_strings
 from metrickit._core.values import BOOL, FLOAT, INT, MAX_EXACT_INT, MISSING, NULL, OK, check_value
-from metrickit.errors import TrialSourceError
-from metrickit.io.trials import KIND_PREFIX, KWARG_PREFIX, META, ROW_COLUMNS, TAIL, trial_table
+from metrickit.errors import MetrickitWarning, TrialSourceError
+from metrickit.io.trials import (
+    KIND_PREFIX,
+    KWARG_PREFIX,
+    META,
+    ROW_COLUMNS,
+    TAIL,
+    guarded,
+    parse_time,
+    trial_table,
+)
 
 __all__ = ["concat_trials", "trials_from_frame"]
 
 _SHOWN = 5
+_MAX_FLOAT_INT = int(np.finfo(np.float64).max)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: a median trial longer than this is taken as a column in another unit (a warning)
+MAX_PLAUSIBLE_MS = 30 * 24 * 3600 * 1000.0
 
 
 def _native_backend(df: Any) -> Literal["pandas", "polars"]:
@@ -37,6 +52,7 @@ def _native_backend(df: Any) -> Literal["pandas", "polars"]:
     )
 
 
+@guarded("trials_from_frame")
 def trials_from_frame(
     df: Any,
     *,
@@ -58,6 +74,10 @@ def trials_from_frame(
     input_tokens: str | None = None,
     output_tokens: str | None = None,
     error: str | None = None,
+    exception_type: str | None = None,
+    started_at: str | None = None,
+    finished_at: str | None = None,
+    trial_dir: str | None = None,
     backend: Literal["pandas", "polars"] | None = None,
 ) -> Any:
     """A trial table from a tidy table with one row per trial.
@@ -102,11 +122,24 @@ def trials_from_frame(
         Attempt numbers (integers >= 1); without it, the rows of one (run, candidate,
         task) are numbered 1, 2, ... in table order.
     latency_ms, cost_usd, input_tokens, output_tokens
-        Become ``total_ms``, ``cost_usd``, ``n_input_tokens``, ``n_output_tokens``.
+        Become ``total_ms``, ``cost_usd``, ``n_input_tokens``, ``n_output_tokens``. Token
+        counts are whole numbers from 0 to 2**53. A median ``latency_ms`` above 30 days
+        gives a :class:`~metrickit.errors.MetrickitWarning` naming the column and the unit
+        it more likely is (nanoseconds, microseconds, seconds are not converted for you).
     error
         An error message column: a value that is not null and not blank becomes
         ``exception_message`` with ``exception_type`` ``"error"``, and ``reward_valid``
         False (an empty string is no error: exports write ``""`` for none).
+    exception_type
+        The error's type or class (``"AgentTimeoutError"``): a value that is not null and
+        not blank becomes ``exception_type`` (in place of ``"error"``), and ``reward_valid``
+        False, with or without ``error``.
+    started_at, finished_at
+        When each trial started and finished: datetimes or ISO 8601 text
+        (``"2026-01-11T19:28:25.796872Z"``; a time without a zone is UTC). Without
+        ``latency_ms``, ``total_ms`` is their difference.
+    trial_dir
+        Where each trial's files are (a folder or a URL); becomes ``trial_dir``.
     backend
         ``"pandas"`` or ``"polars"``; None (default): the backend of ``df``.
 
@@ -121,9 +154,14 @@ def trials_from_frame(
     TrialSourceError
         A named column is missing, a reward is not a finite number or bool, a token count
         not a whole number, an attempt not an integer >= 1, a task id or run null, an
-        agent kwargs value that is not a dict or JSON object text, or two rows have the
-        same (run, candidate, task, attempt): the message names the column, the row
-        (0-based position) and the value.
+        agent kwargs value that is not a dict or JSON object text, a timestamp that is
+        not a datetime or ISO 8601 text, or two rows have the same (run, candidate, task,
+        attempt): the message names the column, the row (0-based position) and the value.
+
+    Warns
+    -----
+    MetrickitWarning
+        The median ``latency_ms`` is above 30 days: the column is likely in another unit.
 
     Examples
     --------
@@ -169,6 +207,8 @@ def trials_from_frame(
         "dataset": dataset, "dataset_version": dataset_version, "group": group,
         "agent_kwargs": agent_kwargs, "latency_ms": latency_ms, "cost_usd": cost_usd,
         "input_tokens": input_tokens, "output_tokens": output_tokens, "error": error,
+        "exception_type": exception_type, "started_at": started_at,
+        "finished_at": finished_at, "trial_dir": trial_dir,
     }
     named = [(arg, col) for arg, col in mapping.items() if col is not None]
     named += [("reward", col) for col in rewards]
@@ -195,6 +235,12 @@ def trials_from_frame(
             columns[arg] = _text(pdf[mapping[arg]])
     if group is not None:
         columns["task_group"] = _text(pdf[group])
+    if trial_dir is not None:
+        columns["trial_dir"] = _text(pdf[trial_dir])
+    for arg in ("started_at", "finished_at"):
+        name = mapping[arg]
+        if name is not None:
+            columns[arg] = _times(pdf[name], name)
     if run is not None:
         run_na = pdf[run].isna().to_numpy()
         if run_na.any():
@@ -247,19 +293,34 @@ def trials_from_frame(
         name = mapping[arg]
         if name is not None:
             columns[target] = _finite(pdf[name], name)
+    if latency_ms is not None:
+        _check_latency_unit(columns["total_ms"], latency_ms)
+    elif started_at is not None and finished_at is not None:
+        columns["total_ms"] = [
+            None if a is None or b is None else (b - a).total_seconds() * 1000.0
+            for a, b in zip(columns["started_at"], columns["finished_at"], strict=True)
+        ]
     for arg, target in (("input_tokens", "n_input_tokens"), ("output_tokens", "n_output_tokens")):
         name = mapping[arg]
         if name is not None:
             columns[target] = _whole(pdf[name], name, minimum=0,
-                                     what="a whole number of tokens >= 0 or null", nulls=True)
+                                     what="a whole number of tokens from 0 to 2**53 or null",
+                                     nulls=True)
     # a blank message is no error (exports write "" for none)
     message = [
         m if m is not None and m.strip() else None
         for m in (_text(pdf[error]) if error is not None else [None] * n)
     ]
-    failed = np.array([m is not None for m in message], dtype=bool)
-    if error is not None:
-        columns["exception_type"] = ["error" if f else None for f in failed]
+    types = [
+        t if t is not None and t.strip() else None
+        for t in (_text(pdf[exception_type]) if exception_type is not None else [None] * n)
+    ]
+    failed = np.array([m is not None or t is not None for m, t in zip(message, types,
+                                                                     strict=True)], dtype=bool)
+    if error is not None or exception_type is not None:
+        columns["exception_type"] = [t if t is not None else ("error" if m is not None
+                                                                else None)
+                                     for t, m in zip(types, message, strict=True)]
         columns["exception_message"] = message
     values: dict[str, np.ndarray] = {}
     kinds: dict[str, np.ndarray] = {}
@@ -310,9 +371,17 @@ def _kwargs(series: Any, column: str) -> list[str | None]:
 
 
 def _text(series: Any) -> list[str | None]:
-    """A column as text, None where it is null."""
+    """A column as text, None where it is null; text with a lone UTF-16 surrogate (which no
+    frame backend can hold) is refused naming the column and row."""
     na = series.isna().to_numpy()
-    return [None if missing else str(v) for v, missing in zip(series.tolist(), na, strict=True)]
+    out = [None if missing else str(v) for v, missing in zip(series.tolist(), na, strict=True)]
+    for i, text in enumerate(out):
+        if text is not None and _SURROGATE.search(text):
+            raise TrialSourceError(
+                f"trials_from_frame: column {series.name!r}, row {i}: {text[:80]!r} holds a "
+                "lone UTF-16 surrogate (a broken \\u escape at the source); expected text"
+            )
+    return out
 
 
 def _bad_row(
@@ -338,7 +407,8 @@ def _numbers(
     if pd.api.types.is_bool_dtype(series.dtype) or not pd.api.types.is_numeric_dtype(
         series.dtype
     ):
-        ok = np.array([m or (isinstance(v, int | float) and not isinstance(v, bool))
+        ok = np.array([m or (isinstance(v, int | float) and not isinstance(v, bool)
+                             and (isinstance(v, float) or abs(v) <= _MAX_FLOAT_INT))
                        for v, m in zip(series.tolist(), na, strict=True)], dtype=bool)
         if not ok.all():
             raise _bad_row(series, ~ok, column, expected, label)
@@ -361,11 +431,66 @@ def _whole(
 ) -> list[Any]:
     x, na = _numbers(series, column, what, label)
     bad = (na if not nulls else np.zeros(len(x), dtype=bool)) | (
-        ~na & ~((x == np.floor(x)) & (x >= minimum) & np.isfinite(x))
+        ~na & ~((x == np.floor(x)) & (x >= minimum) & (x <= MAX_EXACT_INT) & np.isfinite(x))
     )
     if bad.any():
         raise _bad_row(series, bad, column, what, label)
     return [None if m else int(v) for v, m in zip(x.tolist(), na, strict=True)]
+
+
+def _times(series: Any, column: str) -> list[Any]:
+    """A column of timestamps (datetimes or ISO 8601 text) as aware UTC datetimes."""
+    na = series.isna().to_numpy()
+    out: list[Any] = []
+    for i, (value, missing) in enumerate(zip(series.tolist(), na, strict=True)):
+        if missing:
+            out.append(None)
+            continue
+        try:
+            if not isinstance(value, str) and not hasattr(value, "tzinfo"):
+                raise TypeError
+            stamp: Any = parse_time(value)
+            if hasattr(stamp, "to_pydatetime"):
+                stamp = stamp.to_pydatetime()
+        except (TypeError, ValueError, OverflowError):
+            raise _bad_row(series, np.arange(len(na)) == i, column,
+                           "a datetime or ISO 8601 text ('2026-01-11T19:28:25Z') or null",
+                           "timestamp column") from None
+        out.append(stamp)
+    return out
+
+
+_UNITS = (("nanoseconds", 1e6), ("microseconds", 1e3))
+
+
+def _check_latency_unit(total_ms: list[float | None], column: str) -> None:
+    """Warn when the median trial of a ``latency_ms`` column is longer than 30 days: the
+    column is likely in another unit (otel-bench's ``Duration`` is in nanoseconds)."""
+    known = [v for v in total_ms if v is not None]
+    if not known:
+        return
+    ordered = np.sort(np.asarray(known, dtype=np.float64))
+    mid = len(ordered) // 2  # halves first: the mean of two values near 1e308 overflows
+    median = float(ordered[mid] if len(ordered) % 2 else ordered[mid - 1] / 2 + ordered[mid] / 2)
+    if median <= MAX_PLAUSIBLE_MS:
+        return
+    unit, factor = next(((u, f) for u, f in _UNITS if median / f <= MAX_PLAUSIBLE_MS),
+                        _UNITS[0])
+    warnings.warn(
+        f"trials_from_frame: latency_ms={column!r}: the median trial takes "
+        f"{_duration(median)} ({median:.4g} ms), more than 30 days; is {column!r} in "
+        f"{unit}? Then pass it divided by {factor:,.0f} (median {_duration(median / factor)})",
+        MetrickitWarning,
+        stacklevel=4,
+    )
+
+
+def _duration(ms: float) -> str:
+    for unit, size in (("years", 365.25 * 86400e3), ("days", 86400e3), ("hours", 3600e3),
+                       ("minutes", 60e3), ("seconds", 1e3)):
+        if ms >= size:
+            return f"{ms / size:.3g} {unit}"
+    return f"{ms:.3g} ms"
 
 
 def _reward_column(series: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -379,8 +504,12 @@ def _reward_column(series: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     if pd.api.types.is_bool_dtype(dtype):
         x, kind = series.to_numpy(dtype=np.float64, na_value=0.0), BOOL
     elif pd.api.types.is_integer_dtype(dtype):
-        ints = series.to_numpy(dtype=np.int64, na_value=0)
-        too_big = np.abs(ints) > MAX_EXACT_INT
+        # unsigned as unsigned (2**64 - 1 read as int64 is -1), signed compared both ways
+        # (abs(-2**63) is -2**63 in int64)
+        unsigned = pd.api.types.is_unsigned_integer_dtype(dtype)
+        ints = series.to_numpy(dtype=np.uint64 if unsigned else np.int64, na_value=0)
+        too_big = (ints > MAX_EXACT_INT) if unsigned else (
+            (ints > MAX_EXACT_INT) | (ints < -MAX_EXACT_INT))
         if too_big.any():
             raise _bad_row(series, too_big, column, f"|x| <= 2**53; {expected}", "reward column")
         x, kind = ints.astype(np.float64), INT

@@ -19,9 +19,13 @@ The frame itself comes from the shared trial-table builders of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -34,8 +38,8 @@ from metrickit._core.schema import (
     trials_pandas,
     trials_polars,
 )
-from metrickit._core.values import MISSING
-from metrickit.errors import TrialSourceError
+from metrickit._core.values import MISSING, describe_value
+from metrickit.errors import MetrickitError, TrialSourceError
 from metrickit.io.jsonl import parse_rows
 
 Backend = Literal["pandas", "polars"]
@@ -45,6 +49,106 @@ TAIL: tuple[str, ...] = TRAILING_COLUMNS
 #: every column a reader fills (``_status``, ``has_reward`` and the reward columns come
 #: from the reward dicts)
 ROW_COLUMNS = tuple(c for c in (*META, *TAIL) if c not in ("_status",))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_UNSET: Any = object()
+#: a lone surrogate that is not one of ``os.fsdecode``'s (U+DC80..U+DCFF keep the bytes of
+#: a path that is not UTF-8; the trial-table builders handle those as paths)
+_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+class Cursor:
+    """Where a reader is in its input: the file (with line or trial), and the field and
+    value it is reading. A reader that sets ``field``/``value`` (or calls :meth:`at`)
+    before a step makes an unexpected failure of that step name them."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.field: str | None = None
+        self.value: Any = _UNSET
+
+    def at(self, field: str | None, value: Any = _UNSET) -> Any:
+        """Note the field (and value) read next; returns ``value``."""
+        self.field, self.value = field, value
+        return value
+
+    def message(self, exc: BaseException) -> str:
+        parts = [self.where]
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        if self.value is not _UNSET:
+            parts.append(f"value {describe_value(self.value)}")
+        what = str(exc).splitlines()[0][:300] if str(exc) else ""
+        return (": ".join(parts) + f": cannot be read ({type(exc).__name__}"
+                + (f": {what}" if what else "") + "); expected what the format documents "
+                "(see docs/readers.md and RELIABILITY.md)")
+
+
+def unexpected(exc: BaseException) -> bool:
+    """An exception a reader did not raise on purpose, from input it did not expect: not a
+    metrickit error, a warning turned into an error, a missing optional dependency, or an
+    interrupt (those pass through unchanged)."""
+    return isinstance(exc, Exception) and not isinstance(
+        exc, MetrickitError | Warning | ImportError)
+
+
+@contextmanager
+def reading(
+    where: str | Any, *, error: type[MetrickitError] = TrialSourceError
+) -> Iterator[Cursor]:
+    """The one place a reader's unexpected failure becomes a metrickit error.
+
+    Inside ``with reading(file) as at:`` any exception that is not a metrickit error
+    (``ValueError``, ``TypeError``, ``KeyError``, ``OverflowError``, ``RecursionError``,
+    ``UnicodeError``, ``OSError``, a ``zipfile.BadZipFile``, a library's own error ...) is
+    raised again as ``error`` (:class:`~metrickit.errors.TrialSourceError` unless given)
+    naming ``where`` and the field and value ``at`` points to, the original chained as
+    its cause.
+
+    Examples
+    --------
+    >>> with reading("run/results.json: results[0]") as at:  # doctest: +ELLIPSIS
+    ...     int(at.at("total_input_tokens", "12k"))
+    Traceback (most recent call last):
+    metrickit.errors.TrialSourceError: run/results.json: results[0]: field 'total_input_tokens': value '12k' (str): cannot be read (ValueError: ...
+    """  # noqa: E501
+    at = Cursor(str(where))
+    try:
+        yield at
+    except Exception as exc:
+        if not unexpected(exc):
+            raise
+        raise error(at.message(exc)) from exc
+
+
+def guarded(
+    what: str, *, error: type[MetrickitError] = TrialSourceError
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorate a public reader so that nothing but metrickit's documented errors leaves it:
+    an unexpected exception becomes ``error`` naming the reader and the path it was given
+    (the reader's own :func:`reading` blocks name the file, field and value first)."""
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def reader(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if not unexpected(exc) or (
+                    isinstance(exc, ValueError) and str(exc).startswith("backend=")
+                ):
+                    raise
+                source: Any = args[0] if args else next(iter(kwargs.values()), "?")
+                shown = (repr(os.fspath(source)) if isinstance(source, str | os.PathLike)
+                         else f"a {type(source).__name__} of {len(source)} rows"
+                         if hasattr(source, "columns") else describe_value(source, 120))
+                raise error(Cursor(f"{what}({shown})").message(exc)) from exc
+
+        return reader
+
+    return wrap
 
 
 def split_model(name: str | None) -> tuple[str | None, str | None]:
@@ -138,7 +242,7 @@ def build_trials(
     ]
     label = where[0] if where else "the rewards"
     return trial_table(columns, status, parsed.values, parsed.kinds, backend, origin=label,
-                       error=error)
+                       error=error, where=where)
 
 
 def trial_table(
@@ -150,13 +254,25 @@ def trial_table(
     *,
     origin: str = "the rewards",
     error: type[Exception] = TrialSourceError,
+    where: Sequence[str] | None = None,
 ) -> Any:
     """The trial table from columns: one sequence per column of :data:`ROW_COLUMNS` plus
     ``has_reward`` and ``reward_valid``, the status codes, and per reward key its values
     and kind codes (checked already). Applies the trial-table rules every reader shares:
-    one all-missing ``reward`` column when no trial has a reward, no reward key named
-    like a column, and NA for a key no trial of an evaluation has."""
+    text is text (no lone UTF-16 surrogate, which no file and no frame can hold), one
+    all-missing ``reward`` column when no trial has a reward, no reward key named like a
+    column, and NA for a key no trial of an evaluation has. ``where`` names each row for
+    error messages (else ``origin`` and the row's position)."""
     n = len(status)
+    for column, cells in columns.items():
+        for i, value in enumerate(cells):
+            if isinstance(value, str) and _SURROGATE.search(value):
+                label = where[i] if where is not None else f"{origin}: row {i}"
+                raise error(
+                    f"{label}: {column} {value[:80]!r} holds a lone UTF-16 surrogate (not "
+                    "text a file or a frame can hold: a broken \\u escape at the source); "
+                    "expected text"
+                )
     values, kinds = dict(values), dict(kinds)
     keys = list(values)
     if not keys:

@@ -67,7 +67,16 @@ from typing import Any
 
 from metrickit.errors import MetrickitError
 from metrickit.reporting.arguments import add_report_arguments
-from metrickit.reporting.numbers import finite, fixed, interval, rounded, share, significant
+from metrickit.reporting.numbers import (
+    duration,
+    finite,
+    fixed,
+    interval,
+    rounded,
+    share,
+    significant,
+    time_unit,
+)
 
 __all__ = [
     "Code",
@@ -88,6 +97,7 @@ _TASK = "task_name"
 _LABEL = "__task_label"  # the task of each row, source/task_name when sources differ
 _LONG_MESSAGE = 160  # characters of an exception message quoted in the errors table
 _NO_REWARD = ("null", "empty")  # finished without a reward: 0 in Harbor's mean
+_MAX_ROWS = 200  # rows of a per-task table (flips, task checksums): the page stays readable
 
 
 # -- the blocks the templates render ---------------------------------------------------------
@@ -203,14 +213,11 @@ def _usd(x: Any) -> Cell:
     return f"${rounded(v, decimals):,.{decimals}f}"
 
 
-def _duration(ms: Any) -> Cell:
-    v = _finite(ms)
-    if v is None:
-        return None
-    for limit, scale, unit in ((1e3, 1.0, "ms"), (1.2e5, 1e3, "s"), (7.2e6, 6e4, "min")):
-        if abs(v) < limit:
-            return f"{fixed(v / scale, 0 if unit == 'ms' else 1)} {unit}"
-    return f"{fixed(v / 3.6e6, 1)} h"
+def _durations(values: Sequence[Any]) -> list[Cell]:
+    """Durations in ms for one column: all in the unit that suits the column
+    (:func:`metrickit.reporting.numbers.time_unit`), never ``2.2 min`` above ``72.6 s``."""
+    unit = time_unit(values)
+    return [duration(v, unit) for v in values]
 
 
 def _interval(low: Any, high: Any, *, sign: bool = False) -> Cell:
@@ -480,6 +487,10 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
         ["rank", "p_best", "__order"], ascending=[True, False, True])
     names = list(table.index)
     leader, others = names[0], names[1:]
+    # only the columns the comparisons read: each compare_runs copies what it is given
+    wanted = [by, _LABEL, column, f"_kind_{column}", "_status", "has_reward", "reward_valid",
+              "trial_dir", "source", _TASK]
+    frame = frame[[c for c in dict.fromkeys(wanted) if c in frame.columns]]
     tasks = frame.groupby(by, sort=False)[_LABEL].agg(lambda s: set(s))
     runs: dict[Any, Any] = {}
     left_out: dict[Any, int] = {}
@@ -554,6 +565,7 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
     )
     rows: list[list[Cell]] = []
     marks: list[str] = []
+    times = _durations(list(table["mean_latency_ms"]))
     for i in order:
         r = table.iloc[i]
         name = r[d.by]
@@ -570,7 +582,7 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
             _int(r["n_tasks"]),
             _int(r["n_errors"]),
             _usd(r["mean_cost_usd"]),
-            _duration(r["mean_latency_ms"]),
+            times[i],
             str(r["method"]) if isinstance(r["method"], str) and k is not None else None,
             note,
         ])
@@ -615,8 +627,9 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
     against = _against_leader(versus, d.value)
     if against is not None:
         section.blocks.append(against)
-    bars, task = _task_named(d.valued)
-    ax = plots.candidate_bars(bars, column=d.value, by=d.by, cluster=task, best=best)
+    # the bars draw the table's numbers (breakdown, computed once above)
+    ax = plots.candidate_bars(None, column=d.value, by=d.by, cluster="task", best=best,
+                              means=table)
     colours = ("" if len(ranked) < 2 else
                "; orange: best at 95 %, gold: tied for best")
     section.blocks.append(_figure(
@@ -698,9 +711,10 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     rows = []
     marks = []
     order = np.argsort(-means[d.value].to_numpy(dtype=float), kind="stable")
+    times = _durations(list(means["total_ms"]))
     for i in order:
         r = means.iloc[int(i)]
-        rows.append([str(r[d.by]), _num(r[d.value]), _duration(r["total_ms"]),
+        rows.append([str(r[d.by]), _num(r[d.value]), times[int(i)],
                      _usd(r[cost]) if cost else None, "yes" if front[int(i)] else "no",
                      _share(r["p_front"])])
         marks.append("best" if front[int(i)] else "")
@@ -725,14 +739,19 @@ def _heatmap(d: _Data) -> Section:
     from metrickit.reporting import plots
 
     frame, task = _task_named(d.finished)
-    ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value)
+    grid = plots.task_grid(frame, task=task, by=d.by, value=d.value)
+    ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value, grid=grid)
+    text = ["Mean value per task and candidate: tasks easiest first, candidates best first. "
+            "A grey cell was not measured (the candidate did not run the task, or the key "
+            "is missing from its evaluation); it is not a 0."]
+    if grid.detail:
+        text.append(f"{grid.detail[0].upper()}{grid.detail[1:]}: an italic row is the mean "
+                    f"over its tasks (one row per task would be {grid.n_tasks:,} rows).")
     return Section(
-        "tasks", "Tasks",
-        text=["Mean value per task and candidate: tasks easiest first, candidates best first. "
-              "A grey cell was not measured (the candidate did not run the task, or the key "
-              "is missing from its evaluation); it is not a 0."],
+        "tasks", "Tasks", text=text,
         blocks=[_figure("heatmap", f"Mean {d.value} per task (rows) and candidate "
-                        "(columns); grey: not measured.",
+                        "(columns); grey: not measured"
+                        + (f"; {grid.detail}." if grid.detail else "."),
                         f"heatmap of mean {d.value} per task and candidate", ax)],
     )
 
@@ -776,7 +795,10 @@ def _flips(d: _Data, v: _Versus | None) -> Section:
         return ", ".join(name if n == 1 else f"{name} ({n} trials)" for name, n in counts.items())
 
     rows = []
-    for _, r in flips.iterrows():
+    shown = flips.head(_MAX_ROWS)
+    if len(flips) > len(shown):
+        section.notes.append(f"the first {len(shown):,} of {len(flips):,} flips are listed")
+    for _, r in shown.iterrows():
         rows.append([
             str(r[_LABEL]), _num(r["mean_b"], 2), _num(r["mean_a"], 2),
             "B passes, A fails" if r["flip"] == "pass→fail" else "A passes, B fails",
@@ -849,7 +871,10 @@ def _costs(d: _Data) -> Section:
     tokens = {k: column(k) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens")}
     value = pd.to_numeric(f[d.value], errors="coerce").astype(float)
     rows = []
-    for name in [*d.candidates, None]:
+    names: list[Any] = [*d.candidates, None]
+    times = _durations([time[(f[d.by] == n).to_numpy() if n is not None else slice(None)].mean()
+                        for n in names])
+    for k, name in enumerate(names):
         mine = (f[d.by] == name).to_numpy() if name is not None else slice(None)
         c = cost[mine]
         mean_value = value[mine].mean()
@@ -862,7 +887,7 @@ def _costs(d: _Data) -> Section:
             _usd(c.mean()),
             _usd(per_success),
             *(_int(t[mine].sum(min_count=1)) for t in tokens.values()),
-            _duration(time[mine].mean()),
+            times[k],
             _int(int(c.isna().sum())),
         ])
     section.blocks.append(Table(
@@ -1093,6 +1118,11 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
     if checksums:
         rows = [[task, checksum, _int(n)]
                 for task, seen in sorted(checksums.items()) for checksum, n in seen.items()]
+        if len(rows) > _MAX_ROWS:  # the tasks that changed first, then the first of the rest
+            rows.sort(key=lambda r: len(checksums[str(r[0])]) == 1)
+            section.notes.append(f"{len(rows) - _MAX_ROWS:,} of {len(rows):,} task checksums "
+                                 "not listed (tasks with more than one are listed first)")
+            rows = rows[:_MAX_ROWS]
         section.blocks.append(Table(["task", "task checksum", "trials"], rows, "name mono num",
                                     id="task-checksums", caption="Task checksums"))
         changed = [t for t, seen in checksums.items() if len(seen) > 1]
@@ -1106,6 +1136,17 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
 
 
 # -- assembling and writing ------------------------------------------------------------------
+
+
+def _check_output(path: Path) -> None:
+    """Refuse an output the report cannot be written as (before anything is computed or
+    any folder made)."""
+    if path.suffix.lower() not in (".html", ".htm", ".md"):
+        raise MetrickitError(
+            f"{path}: the report is written as .html (or .htm) or as Markdown (.md); "
+            f"{path.suffix or 'no suffix'} is neither")
+    if path.exists() and path.is_dir():
+        raise MetrickitError(f"{path} is a folder; name the report file to write")
 
 
 def _check_spec(spec: Any) -> None:
@@ -1261,7 +1302,10 @@ def report(
     >>> "Tied for best: a, b" in text, "http://" in text
     (True, False)
     """
+    from urllib.parse import quote
+
     path = Path(path)
+    _check_output(path)  # before any work: a refused output computes and writes nothing
     _check_spec(spec)
     if command is None:
         command = _python_call(path, value, spec, title, by)
@@ -1270,10 +1314,6 @@ def report(
     context["title"] = title or _default_title(context)
     env = _environment()
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() not in (".html", ".htm", ".md"):
-        raise MetrickitError(
-            f"{path}: the report is written as .html (or .htm) or as Markdown (.md); "
-            f"{path.suffix or 'no suffix'} is neither")
     if path.suffix.lower() == ".md":
         images = path.with_name(f"{path.stem}_files")
         images.mkdir(exist_ok=True)
@@ -1281,7 +1321,8 @@ def report(
             for block in section.blocks:
                 if isinstance(block, Figure):
                     (images / f"{block.name}.png").write_bytes(block.png)
-                    block.path = f"{images.name}/{block.name}.png"
+                    # a link is a URL: "my report_files" and "report (1)_files" encoded
+                    block.path = quote(f"{images.name}/{block.name}.png")
         env.filters["md"] = _md
         text = env.get_template("report.md.j2").render(**context)
         text = re.sub(r"\n{3,}", "\n\n", text)  # the template's blank lines, collapsed
@@ -1334,6 +1375,7 @@ def run_report(
     import matplotlib
 
     matplotlib.use("Agg")
+    _check_output(Path(args.output))  # before the sources are read
     spec = None
     if args.spec is not None:
         if spec_loader is None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite", "fixed", "interval", "rounded", "share", "significant"]
+__all__ = ["duration", "finite", "fixed", "interval", "rounded", "share", "significant",
+           "time_unit"]
 
 
 def finite(x: Any) -> float | None:
@@ -104,3 +105,44 @@ def significant(x: Any, digits: int = 3) -> str | None:
         return "0"
     r = rounded(v, digits - 1 - math.floor(math.log10(abs(v))))
     return f"{r:.{digits}g}"
+
+
+_TIME_UNITS = (("ms", 1.0, 0.0), ("s", 1e3, 1e3), ("min", 6e4, 1.2e5), ("h", 3.6e6, 7.2e6))
+
+
+def time_unit(values: Any) -> tuple[str, float]:
+    """The unit a column of durations in ms is written in, and its size in ms: ms below
+    1 s, s below 2 min, min below 2 h, else h, by the median of the finite positive values
+    (the plots' axes choose theirs by the same rule), so a column reads in one unit.
+
+    Examples
+    --------
+    >>> time_unit([72_600, 240_000]), time_unit([]), time_unit([250.0])
+    (('min', 60000.0), ('ms', 1.0), ('ms', 1.0))
+    """
+    xs = sorted(v for v in (finite(x) for x in values) if v is not None and v > 0)
+    if not xs:
+        return "ms", 1.0
+    mid = len(xs) // 2
+    typical = xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    unit, scale = "ms", 1.0
+    for name, size, limit in _TIME_UNITS:
+        if typical >= limit:
+            unit, scale = name, size
+    return unit, scale
+
+
+def duration(ms: Any, unit: tuple[str, float] | None = None) -> str | None:
+    """A duration given in ms, in ``unit`` (default: its own, :func:`time_unit`): whole ms,
+    otherwise one decimal.
+
+    Examples
+    --------
+    >>> duration(72_600), duration(132_000), duration(72_600, time_unit([132_000]))
+    ('72.6 s', '2.2 min', '1.2 min')
+    """
+    v = finite(ms)
+    if v is None:
+        return None
+    name, size = unit if unit is not None else time_unit([v])
+    return f"{fixed(v / size, 0 if name == 'ms' else 1)} {name}"

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,12 +45,15 @@ import numpy as np
 from metrickit.reporting.numbers import share
 
 __all__ = [
+    "HEATMAP_ROWS",
     "PALETTE",
     "STYLE",
+    "TaskGrid",
     "TradeoffOptions",
     "Unit",
     "candidate_bars",
     "candidate_means",
+    "literal",
     "metric_intervals",
     "pareto_front",
     "rank_bump",
@@ -57,6 +61,7 @@ __all__ = [
     "short_labels",
     "style",
     "summary",
+    "task_grid",
     "task_heatmap",
     "tradeoff",
     "unit_for",
@@ -100,9 +105,11 @@ STYLE: dict[str, Any] = {
     "figure.dpi": 100.0,
     "savefig.dpi": 100.0,
     "image.cmap": "viridis",
+    # Text from data is drawn as written: a "$" in a task or model name is not mathtext.
+    "text.parse_math": False,
 }
 
-_LABEL_WIDTH = 28  # characters of a candidate name kept in ticks, legends and labels
+_LABEL_WIDTH = 32  # characters of a candidate name kept in ticks, legends and labels
 _PART = " · "  # between the parts of a candidate label (metrickit._core.identity.SEP)
 _CHAR_IN = 0.075  # inches a character of a tick label takes, at the style's 8 pt
 _TITLE_WIDTH = 60
@@ -127,13 +134,36 @@ def style() -> Iterator[None]:
         yield
 
 
+def literal(artist: Any) -> Any:
+    """Every text of ``artist``'s figure drawn as written, never as mathtext; returns ``artist``.
+
+    Names come from data (``grep-$\\w+$``, ``kill-$$-pid``), and matplotlib would parse the
+    text between two ``$`` as mathtext (and fail on it). :data:`STYLE` turns that off for
+    every text made inside :func:`style`; this sweep catches texts made outside it (an Axes
+    passed in, a colour bar's), and every plot function ends with it.
+    """
+    from matplotlib.text import Text
+
+    fig = getattr(artist, "figure", None) or artist
+    if hasattr(fig, "findobj"):
+        for text in fig.findobj(Text):
+            text.set_parse_math(False)
+    return artist
+
+
 def _styled(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with style():
-            return fn(*args, **kwargs)
+            return literal(fn(*args, **kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+def _legend(ax: Any, handles: Sequence[Any], labels: Sequence[str], **kwargs: Any) -> Any:
+    """A legend of these handles and labels as given: matplotlib leaves out a label that
+    starts with ``_`` when it collects them itself, and a name from data may."""
+    return ax.legend(list(handles), [str(x) for x in labels], **kwargs)
 
 
 def _dress(ax: Any, grid: str = "both") -> None:
@@ -227,9 +257,11 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     ``.jsonl``) become their stems, a prefix every name shares up
     to a ``/`` (``openrouter/``) is dropped, so is a part every name shares after a ``__``
     (the data set in Harbor's ``agent__model__dataset`` evaluation names) and a part every
-    candidate label has (``agent · model · harness=pi``: the ``·``-separated parts), and
-    names longer than ``width`` characters keep their start and end around an ellipsis. A
-    step that would make two names equal is skipped.
+    candidate label has (``agent · model · harness=pi``: the ``·``-separated parts). When a
+    name is longer than ``width`` characters, a provider before a model goes
+    (``anthropic/claude-opus-4.5``), then the end of the first part (the agent) to no less
+    than 4 characters, so the model stays whole; a name still too long keeps its start and
+    end around an ellipsis. A step that would make two names equal is skipped.
 
     Examples
     --------
@@ -241,6 +273,8 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
     ['codex__gpt-5', 'codex__gpt-5-mini']
     >>> short_labels(["pi-agent · gpt-5 · harness=pi", "pi-agent · gpt-5 · harness=thin"])
     ['harness=pi', 'harness=thin']
+    >>> short_labels(["terminus-2 · anthropic/claude-opus-4.5", "codex · gpt-5-mini"], width=24)
+    ['termi… · claude-opus-4.5', 'codex · gpt-5-mini']
     """
     labels = ["" if n is None else str(n) for n in names]
 
@@ -273,8 +307,35 @@ def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str
             drop = len(suffix) - cut
             if distinct([s[:-drop] for s in labels]):
                 labels = [s[:-drop] for s in labels]
-    shortened = [_ellipsize(s, width) for s in labels]
+    if any(len(s) > width for s in labels):
+        # a provider before the model (anthropic/claude-opus-4.5): the model is what tells
+        stripped = [_PART.join(_model_part(x) for x in s.split(_PART)) for s in labels]
+        if distinct(stripped):
+            labels = stripped
+    shortened = [_fit(s, width) for s in labels]
     return shortened if distinct(shortened) else labels
+
+
+def _model_part(part: str) -> str:
+    """``provider/model`` as ``model`` (a part with no space; anything else unchanged)."""
+    if "/" not in part or " " in part or part.endswith("/"):
+        return part
+    return part.rsplit("/", 1)[-1]
+
+
+def _fit(label: str, width: int) -> str:
+    """``label`` in ``width`` characters: the first part of ``agent · model · ...`` is cut
+    first (to no less than 4 characters), so the model stays whole when it fits; then the
+    middle of the rest."""
+    if len(label) <= width:
+        return label
+    parts = label.split(_PART)
+    if len(parts) > 1:
+        over = len(label) - width
+        room = len(parts[0]) - over - 1
+        if room >= 4:
+            return _PART.join([parts[0][:room] + "…", *parts[1:]])
+    return _ellipsize(label, width)
 
 
 @dataclass(frozen=True)
@@ -347,7 +408,8 @@ def _format_axis(axis: Any, unit: Unit, *, log: bool) -> None:
     from matplotlib import ticker
 
     def fmt(value: float, _pos: Any = None) -> str:
-        return _money(value) if unit.money else f"{value:g}"
+        value = 0.0 if abs(value) < 1e-12 else value  # a tick at -1e-17 reads 0
+        return _money(value) if unit.money else _tick(value)
 
     if log:
         axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -356,9 +418,46 @@ def _format_axis(axis: Any, unit: Unit, *, log: bool) -> None:
     elif unit.money:
         axis.set_major_formatter(ticker.FuncFormatter(fmt))
     else:
-        formatter = ticker.ScalarFormatter(useOffset=False)
-        formatter.set_scientific(False)
-        axis.set_major_formatter(formatter)
+        axis.set_major_formatter(_plain_formatter())
+
+
+@functools.cache
+def _plain_formatter_class() -> Any:
+    from matplotlib import ticker
+
+    class PlainFormatter(ticker.ScalarFormatter):
+        """Matplotlib's ticks without an offset or a power of ten, and never ``−0.000``."""
+
+        def __init__(self) -> None:
+            super().__init__(useOffset=False)
+            self.set_scientific(False)
+
+        def __call__(self, x: float, pos: Any = None) -> str:
+            text = str(super().__call__(x, pos))
+            bare = text.lstrip("-\N{MINUS SIGN}")
+            return bare if bare != text and not bare.strip("0.") else text
+
+    return PlainFormatter
+
+
+def _plain_formatter() -> Any:
+    """A new :class:`PlainFormatter` (the class is made on first use: matplotlib loads
+    lazily)."""
+    return _plain_formatter_class()()
+
+
+def _constant_limits(set_lim: Callable[..., Any], values: Any, *, bars: bool = False) -> None:
+    """Sensible limits for an axis whose values are all one number (matplotlib would span
+    ``v ± 5 %``, or −0.05 to 0.05 around 0): 0 to 1 around 0, ``v ± 10 %`` otherwise."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size or np.ptp(v) > 0:
+        return
+    at = float(v[0])
+    if at == 0:
+        set_lim(0.0 if bars else -0.04, 1.0)
+    else:
+        set_lim(*sorted((at * 0.9, at * 1.1)))
 
 
 def _methods(methods: Any) -> str:
@@ -432,14 +531,32 @@ def _place_labels(
 
     if not texts:
         return [], []
-    ax.figure.draw_without_rendering()  # the layout settles first: adjustText works in pixels
-    markers = _marker_boxes(ax, xs, ys, sizes)
-    _, arrows = adjust_text(
-        texts, x=np.asarray(xs), y=np.asarray(ys), ax=ax, objects=markers or None,
-        **_ADJUST, arrowprops=_LEADER,
-    )
-    arrows = list(arrows)
-    return _repair_labels(ax, texts, xs, ys, sizes, arrows), arrows
+    fig = ax.figure
+    fig.draw_without_rendering()  # the layout settles first: adjustText works in pixels
+    with _settled(fig):
+        markers = _marker_boxes(ax, xs, ys, sizes)
+        _, arrows = adjust_text(
+            texts, x=np.asarray(xs), y=np.asarray(ys), ax=ax, objects=markers or None,
+            **_ADJUST, arrowprops=_LEADER,
+        )
+        arrows = list(arrows)
+        return _repair_labels(ax, texts, xs, ys, sizes, arrows), arrows
+
+
+@contextmanager
+def _settled(fig: Any) -> Iterator[None]:
+    """The figure's layout kept where it is while the labels move (they stay inside the
+    Axes, so it would not change): each of the draws that place them then skips the
+    constrained layout, which costs most of a draw. The layout engine is back afterwards."""
+    engine = fig.get_layout_engine()
+    if engine is None:
+        yield
+        return
+    fig.set_layout_engine("none")
+    try:
+        yield
+    finally:
+        fig.set_layout_engine(engine)
 
 
 def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,
@@ -515,6 +632,7 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
     width = 0.8 / max(len(labels), 1)
     x = np.arange(len(groups), dtype=float)
     shown = table[table["metric"].isin(labels)]
+    handles = []
     for i, label in enumerate(labels):
         part = table[table["metric"] == label].set_index("group").reindex(groups)
         value = part["value"].to_numpy(dtype=float)
@@ -522,7 +640,7 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
         high = part["ci_high"].to_numpy(dtype=float)
         # No interval (n < 2, or a script metric) stays NaN: no bar, rather than a false 0.
         yerr = np.vstack([value - low, high - value])
-        ax.errorbar(
+        handles.append(ax.errorbar(
             x + (i - (len(labels) - 1) / 2) * width,
             value,
             yerr=yerr,
@@ -530,15 +648,15 @@ def metric_intervals(comparison: Any, *, metrics: list[str] | None = None, ax: A
             markersize=4,
             capsize=3,
             color=PALETTE[i % len(PALETTE)],
-            label=_ellipsize(str(label), _LABEL_WIDTH),
-        )
+        ))
     rotate = sum(len(n) for n in names) > 9 * len(names) or len(names) > 6
     ax.set_xticks(x, names, rotation=30 if rotate else 0, ha="right" if rotate else "center")
     by = getattr(comparison, "by", None)
     ax.set_xlabel({"_source": "file"}.get(by, by) if isinstance(by, str) else "group")
     ax.set_ylabel("metric value" if len(labels) > 1 else _ellipsize(str(labels[0]), 40))
     if len(labels) > 1:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        _legend(ax, handles, [_ellipsize(str(m), _LABEL_WIDTH) for m in labels],
+                loc="upper left", bbox_to_anchor=(1.01, 1.0))
     methods = _methods(shown.get("ci_method", []))
     _set_title(ax, "Metric value per group", f"mean with 95% CI ({methods})" if methods else "")
     return ax
@@ -563,15 +681,16 @@ def rank_bump(comparison: Any, *, metrics: list[str] | None = None, ax: Any = No
     _dress(ax, "y")
     wide = table.pivot(index="group", columns="metric", values="rank").reindex(groups)[labels]
     x = np.arange(len(labels))
-    for i, (group, name) in enumerate(zip(groups, names, strict=True)):
+    lines = []
+    for i, group in enumerate(groups):
         ranks = wide.loc[group].to_numpy(dtype=float)
-        ax.plot(x, ranks, marker="o", linewidth=2, color=PALETTE[i % len(PALETTE)], label=name)
+        lines += ax.plot(x, ranks, marker="o", linewidth=2, color=PALETTE[i % len(PALETTE)])
     ax.set_xticks(x, [_ellipsize(str(m), _LABEL_WIDTH) for m in labels], rotation=20, ha="right")
     ax.set_yticks(range(1, len(groups) + 1))
     ax.set_ylim(len(groups) + 0.5, 0.5)
     ax.set_ylabel("rank (1 = best)")
     ax.set_xlabel("metric")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, lines, names, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _set_title(ax, "Rank under each metric", "lines that cross: the metric changes the order")
     return ax
 
@@ -725,7 +844,8 @@ class _TradeoffData:
     ys: np.ndarray
     xerr: np.ndarray
     yerr: np.ndarray
-    front: np.ndarray
+    front: np.ndarray  # on the front of every column (x, y, colour, size)
+    front2: np.ndarray  # on the front of the two axes: what the dashed line joins
 
 
 def _tradeoff_data(frame: Any, o: TradeoffOptions, means: Any = None) -> _TradeoffData:
@@ -749,8 +869,17 @@ def _tradeoff_data(frame: Any, o: TradeoffOptions, means: Any = None) -> _Tradeo
     xerr = np.abs(np.vstack([xs - xunit(means[f"{o.x}_low"]), xunit(means[f"{o.x}_high"]) - xs]))
     yerr = np.abs(np.vstack([ys - yunit(means[f"{o.y}_low"]), yunit(means[f"{o.y}_high"]) - ys]))
     front = pareto_front(means, maximize=o.maximize, minimize=o.minimize)
+    front2 = pareto_front(means, maximize=o.maximize,
+                          minimize=(o.x,) if o.y_higher_is_better else (o.x, o.y))
     return _TradeoffData(means, short_labels(list(means[o.by])), xunit, yunit, xs, ys, xerr,
-                         yerr, front)
+                         yerr, front, front2)
+
+
+def _constant(values: Any) -> float | None:
+    """The one value of ``values`` when every finite one is the same, else None."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v[0]) if v.size and np.ptp(v) == 0 else None
 
 
 def _draw_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
@@ -761,10 +890,11 @@ def _draw_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
     if o.size:
         s = d.means[o.size].to_numpy(dtype=float)
         sizes = 30 + 170 * (s - s.min()) / (np.ptp(s) or 1.0)
-    if not o.color:
+    cunit = unit_for(o.color, d.means[o.color]) if o.color else None
+    c = cunit(d.means[o.color]) if cunit is not None and o.color else None
+    if cunit is None or c is None or _constant(c) is not None:
+        # no colour, or one value for all (the headline says which): no colour bar
         return [ax.scatter(d.xs, d.ys, s=sizes, color=NEUTRAL, zorder=3)]
-    cunit = unit_for(o.color, d.means[o.color])
-    c = cunit(d.means[o.color])
     log = o.logs(c)
     norm = None
     if log:
@@ -784,8 +914,9 @@ def _draw_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
 def _draw_front(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> list[Any]:
     if not o.frontier:
         return []
-    order = np.argsort(d.xs[d.front])
-    ax.plot(d.xs[d.front][order], d.ys[d.front][order], color=FRONT, linewidth=1.2,
+    # the line joins the front of what the axes show; the rings are the front of every column
+    order = np.argsort(d.xs[d.front2], kind="stable")
+    ax.plot(d.xs[d.front2][order], d.ys[d.front2][order], color=FRONT, linewidth=1.2,
             linestyle="--", zorder=2, label="Pareto front")
     return [ax.scatter(d.xs[d.front], d.ys[d.front], s=140, facecolors="none", edgecolors=FRONT,
                        linewidths=1.5, zorder=4)]
@@ -855,6 +986,8 @@ def _finish_tradeoff(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> None:
         ax.set_yscale("log")
     _format_axis(ax.xaxis, d.xunit, log=xlog)
     _format_axis(ax.yaxis, d.yunit, log=ylog)
+    _constant_limits(ax.set_xlim, np.concatenate([d.xs, d.xs - d.xerr[0], d.xs + d.xerr[1]]))
+    _constant_limits(ax.set_ylim, np.concatenate([d.ys, d.ys - d.yerr[0], d.ys + d.yerr[1]]))
     better = "" if o.y_higher_is_better else ", lower is better"
     ax.set_xlabel(f"{d.xunit.label}, mean per {o.by}")
     ax.set_ylabel(f"{d.yunit.label}{better}")
@@ -863,7 +996,11 @@ def _finish_tradeoff(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> None:
 def _tradeoff_caption(d: _TradeoffData, o: TradeoffOptions, unlabelled: int) -> str:
     methods = _methods(d.means.get(f"{o.y}_method", []))
     parts = [f"means with 95% CI ({methods})" if methods else "means with 95% CI"]
-    if o.frontier:
+    if o.frontier and (o.extra and not np.array_equal(d.front, d.front2)):
+        over = [d.yunit.label, d.xunit.label, *(unit_for(c).label for c in o.extra)]
+        parts.append("ringed: Pareto front of " + ", ".join(x.split(" (")[0] for x in over)
+                     + " (% of draws on it); dashed: of the two axes")
+    elif o.frontier:
         parts.append("ringed and dashed: Pareto front, % = share of draws on it")
     if o.tied is not None and len(o.tied) > 1:
         parts.append("gold rings: tied for best")
@@ -949,7 +1086,10 @@ def tradeoff(
     _finish_tradeoff(ax, data, o)
     headline = f"{data.yunit.label} vs {data.xunit.label}".capitalize()
     if o.color:
-        headline += f", colour: {unit_for(o.color).label}"
+        cunit = unit_for(o.color, data.means[o.color])
+        same = _constant(cunit(data.means[o.color]))
+        headline += (f", colour: {cunit.label}" if same is None else
+                     f"; {cunit.label.split(' (')[0]} {cunit.format(same)} for every {o.by}")
     _set_title(ax, headline, _tradeoff_caption(data, o, 0))
     kept, arrows = _label_points(ax, data, o)
     for _ in range(3):
@@ -1023,13 +1163,14 @@ def reward_distribution(
     _dress(ax, "x")
     ax.boxplot([unit(d) for d in data], orientation="horizontal", widths=0.6,
                flierprops={"markersize": 3}, medianprops={"color": PALETTE[0]})
-    ax.scatter(unit(means.to_numpy()), np.arange(1, len(groups) + 1), marker="D", s=18,
-               color=FRONT, zorder=3, label="mean")
+    dots = ax.scatter(unit(means.to_numpy()), np.arange(1, len(groups) + 1), marker="D",
+                      s=18, color=FRONT, zorder=3)
     ax.set_yticks(np.arange(1, len(groups) + 1), short_labels(groups))
     _format_axis(ax.xaxis, unit, log=False)
     ax.set_xlabel(unit.label)
     ax.set_ylabel(by)
-    ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0), handletextpad=0.2)
+    _legend(ax, [dots], ["mean"], loc="lower left", bbox_to_anchor=(1.0, 0.0),
+            handletextpad=0.2)
     _set_title(ax, f"{unit.label} per {by}", "box: quartiles and 1.5 IQR; diamond: mean")
     return ax
 
@@ -1043,6 +1184,7 @@ def candidate_bars(
     cluster: str | None = "auto",
     higher_is_better: bool = True,
     best: Sequence[Any] | None = None,
+    means: Any = None,
     ax: Any = None,
 ) -> Any:
     """Mean of ``column`` per candidate as horizontal bars, best at the top, with 95 % CIs.
@@ -1057,6 +1199,11 @@ def candidate_bars(
         The candidates tied for best (one name: the clear best), when they are decided
         elsewhere (the report's verdict): the bars are coloured by it, so the plot and the
         verdict cannot disagree. Default: :func:`metrickit.compute.ranking.best_group`.
+    means
+        The candidates' means and intervals when they are already computed: a table with
+        ``by``, ``mean``, ``ci_low``, ``ci_high`` and ``method`` columns
+        (:func:`metrickit.compute.stats.breakdown`'s, as the report prints it); needs
+        ``best``. The bars then draw those numbers, and nothing is computed here.
 
     Returns
     -------
@@ -1067,6 +1214,9 @@ def candidate_bars(
     MetrickitError
         ``by`` or ``column`` is not a column.
     """
+    if means is not None:
+        return _bars(ax, means, column=column, by=by, best=best, cluster=cluster,
+                     higher_is_better=higher_is_better)
     from metrickit.compute.ranking import MeanDraws, best_group
     from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 
@@ -1089,8 +1239,46 @@ def candidate_bars(
     else:
         chosen = set(best)
         tied = np.array([g in chosen for g in groups], dtype=bool)
-    order = np.argsort(-gi.mean if higher_is_better else gi.mean, kind="stable")
-    unit = unit_for(column, gi.mean)
+    return _draw_bars(ax, list(groups), gi.mean, gi.low, gi.high, list(gi.method), tied,
+                      column=column, by=by, cluster_name=cluster_name, lacking=lacking,
+                      higher_is_better=higher_is_better)
+
+
+def _bars(ax: Any, means: Any, *, column: str, by: str, best: Sequence[Any] | None,
+          cluster: str | None, higher_is_better: bool) -> Any:
+    """:func:`candidate_bars` of a table of means and intervals (``means=``)."""
+    import narwhals as nw
+
+    from metrickit.errors import MetrickitError
+
+    table = nw.from_native(means, eager_only=True).to_pandas()
+    absent = [c for c in (by, "mean", "ci_low", "ci_high", "method") if c not in table]
+    if absent or best is None:
+        raise MetrickitError(
+            f"candidate_bars: means= needs the columns {by!r}, 'mean', 'ci_low', 'ci_high' "
+            f"and 'method' (lacks {absent}) and best= (who is tied for best)" if absent else
+            "candidate_bars: means= needs best= (who is tied for best)")
+    mean = table["mean"].to_numpy(dtype=float)
+    keep = np.isfinite(mean)
+    lacking = sorted(str(g) for g in table[by][~keep])
+    table = table[keep].reset_index(drop=True)
+    groups = list(table[by])
+    chosen = set(best)
+    tied = np.array([g in chosen for g in groups], dtype=bool)
+    methods = [str(m) if isinstance(m, str) else "" for m in table["method"]]
+    name = cluster if cluster not in (None, "auto") else ("task" if any(
+        "cluster" in m for m in methods) else None)
+    return _draw_bars(ax, groups, table["mean"].to_numpy(float),
+                      table["ci_low"].to_numpy(float), table["ci_high"].to_numpy(float),
+                      methods, tied, column=column, by=by, cluster_name=name, lacking=lacking,
+                      higher_is_better=higher_is_better)
+
+
+def _draw_bars(ax: Any, groups: list[Any], mean_: np.ndarray, low: np.ndarray,
+               high: np.ndarray, method: list[str], tied: np.ndarray, *, column: str, by: str,
+               cluster_name: str | None, lacking: list[str], higher_is_better: bool) -> Any:
+    order = np.argsort(-mean_ if higher_is_better else mean_, kind="stable")
+    unit = unit_for(column, mean_)
     clear = int(tied.sum()) == 1
     colours = [(BEST if clear else TIED) if tied[i] else NEUTRAL for i in order]
     names = short_labels([groups[i] for i in order])
@@ -1098,16 +1286,18 @@ def candidate_bars(
                     max(2.5, 0.28 * len(groups) + 1.4)))
     _dress(ax, "x")
     y = np.arange(len(groups))
-    mean = unit(gi.mean[order])
+    mean = unit(mean_[order])
     ax.barh(y, mean, color=colours, height=0.7)
-    ax.errorbar(mean, y, xerr=np.abs(np.vstack([mean - unit(gi.low[order]),
-                                                unit(gi.high[order]) - mean])),
+    ax.errorbar(mean, y, xerr=np.abs(np.vstack([mean - unit(low[order]),
+                                                unit(high[order]) - mean])),
                 fmt="none", ecolor="black", elinewidth=1, capsize=2)
     ax.set_yticks(y, names)
     ax.invert_yaxis()
     _format_axis(ax.xaxis, unit, log=False)
+    _constant_limits(ax.set_xlim, np.concatenate([[0.0], mean, unit(low), unit(high)]),
+                     bars=True)
     ax.set_xlabel(f"mean {unit.label}")
-    methods = _methods(gi.method)
+    methods = _methods(method)
     clustered = f", clustered by {cluster_name}" if cluster_name else ""
     verdict = "orange: best at 95%" if clear else "gold: tied for best at 95%"
     absent = (f"; {len(lacking)} {by}(s) without {column!r} not drawn" if lacking else "")
@@ -1127,6 +1317,129 @@ def _rows(frame: Any, keep: Any) -> Any:
     return nf.filter(mask).to_native()
 
 
+HEATMAP_ROWS = 60  # rows a heatmap draws at most, whatever the number of tasks
+_PICKED = 20  # of them: the hardest tasks, and as many of the most discriminating
+
+
+@dataclass
+class TaskGrid:
+    """What :func:`task_heatmap` draws: mean ``value`` per row (a task, or a bin of tasks)
+    and candidate, from :func:`task_grid`.
+
+    ``values`` is rows × candidates (NaN: not measured), ``rows`` the row labels, ``tasks``
+    how many tasks each row holds (1 for a task), ``columns`` the candidates (best first),
+    ``n_tasks`` the tasks in all and ``detail`` the sentence that says how the rows were
+    chosen ("" when every task has its row).
+    """
+
+    values: np.ndarray
+    rows: list[str]
+    tasks: np.ndarray
+    columns: list[Any]
+    n_tasks: int
+    detail: str = ""
+
+    @property
+    def binned(self) -> np.ndarray:
+        """Which rows summarise several tasks."""
+        return self.tasks > 1
+
+
+def task_grid(
+    trials: Any,
+    *,
+    task: str = "task_name",
+    by: str = "candidate",
+    value: str = "reward",
+    max_rows: int = HEATMAP_ROWS,
+) -> TaskGrid:
+    """Mean ``value`` per task and candidate, bounded to ``max_rows`` rows.
+
+    Up to ``max_rows`` tasks: one row per task, easiest first (mean over candidates).
+    More: the 20 hardest tasks and the 20 most discriminating (the widest spread of the
+    candidates' means) keep a row each, and the other tasks are summarised in rows of
+    about equal size by difficulty (each cell the mean over the row's tasks); all rows
+    easiest first. The work is a few passes over the rows and one sort of the tasks, so
+    100,000 tasks cost what their trials cost to read. Only the trials that count are
+    used.
+
+    Raises
+    ------
+    MetrickitError
+        ``by``, ``task`` or ``value`` is not a column.
+    """
+    import pandas as pd
+
+    trials = _counted(trials, by, "task_heatmap")
+    df = _columns(trials, {"task": task, "by": by, "value": value}, numeric=("value",))
+    tcode, tnames = pd.factorize(df[task].astype(str), sort=True)
+    ccode, cnames = pd.factorize(df[by], sort=True)
+    nt, nc = len(tnames), len(cnames)
+    x = df[value].to_numpy(dtype=float)
+    ok = np.isfinite(x) & (tcode >= 0) & (ccode >= 0)
+    cell = tcode[ok].astype(np.int64) * nc + ccode[ok]
+    total = np.bincount(cell, weights=x[ok], minlength=nt * nc).reshape(nt, nc)
+    count = np.bincount(cell, minlength=nt * nc).reshape(nt, nc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        grid = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        measured = np.isfinite(grid)
+        per_task = np.where(measured.any(axis=1),
+                            np.nansum(grid, axis=1) / np.maximum(measured.sum(axis=1), 1),
+                            np.nan)
+        per_candidate = np.nansum(grid, axis=0) / np.maximum(measured.sum(axis=0), 1)
+        per_candidate = np.where(measured.any(axis=0), per_candidate, np.nan)
+    cols = np.argsort(-np.nan_to_num(per_candidate, nan=-np.inf), kind="stable")
+    grid = grid[:, cols]
+    columns = [cnames[i] for i in cols]
+    # easiest first; a task measured nowhere last (pandas' sort puts NaN last)
+    easiest = np.argsort(-np.nan_to_num(per_task, nan=-np.inf), kind="stable")
+    names = [str(t) for t in tnames]
+    if nt <= max_rows:
+        return TaskGrid(grid[easiest], [names[i] for i in easiest], np.ones(nt, dtype=int),
+                        columns, nt)
+    picked = max(1, min(_PICKED, max_rows // 3))
+    # the lowest means, ties in task order; a task measured nowhere is not "hard"
+    hardest = np.argsort(np.nan_to_num(per_task, nan=np.inf), kind="stable")[:picked]
+    hardest = hardest[np.isfinite(per_task[hardest])]
+    with np.errstate(invalid="ignore"):
+        spread = np.where(measured.sum(axis=1) > 1,
+                          np.nanmax(np.where(measured, grid, -np.inf), axis=1)
+                          - np.nanmin(np.where(measured, grid, np.inf), axis=1), -1.0)
+    spread[hardest] = -np.inf
+    widest = np.argsort(-spread, kind="stable")[:picked]
+    widest = widest[spread[widest] > 0]
+    chosen = np.zeros(nt, dtype=bool)
+    chosen[hardest] = True
+    chosen[widest] = True
+    rest = easiest[~chosen[easiest]]  # the other tasks, easiest first
+    n_bins = max(1, min(max_rows - int(chosen.sum()), len(rest)))
+    bins = np.array_split(rest, n_bins)
+    rows: list[tuple[float, np.ndarray, str, int]] = []
+    for i in np.flatnonzero(chosen):
+        rows.append((per_task[i], grid[i], names[i], 1))
+    for part in bins:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column measured nowhere
+            means = np.nanmean(grid[part], axis=0)
+        lo, hi = np.nanmin(per_task[part]), np.nanmax(per_task[part])
+        span = f"{_tick(lo)}" if lo == hi else f"{_tick(lo)}–{_tick(hi)}"
+        rows.append((float(np.nanmean(per_task[part])), means,
+                     f"{len(part):,} tasks, mean {span}", len(part)))
+    order = sorted(range(len(rows)), key=lambda k: (-np.nan_to_num(rows[k][0], nan=-np.inf),
+                                                    rows[k][3] == 1))
+    detail = (f"{nt:,} tasks: the {len(hardest)} hardest and the {len(widest)} most "
+              f"discriminating (widest spread across candidates) one per row, the other "
+              f"{len(rest):,} in {len(bins)} rows by difficulty (italic)")
+    return TaskGrid(np.vstack([rows[k][1] for k in order]), [rows[k][2] for k in order],
+                    np.array([rows[k][3] for k in order]), columns, nt, detail)
+
+
+def _tick(v: float) -> str:
+    """A value as an axis tick reads it: 3 significant digits, never ``-0``."""
+    text = f"{v:.3g}"
+    return "0" if text in ("-0", "-0.0") else text
+
+
 @_styled
 def task_heatmap(
     trials: Any,
@@ -1134,6 +1447,8 @@ def task_heatmap(
     task: str = "task_name",
     by: str = "candidate",
     value: str = "reward",
+    max_rows: int = HEATMAP_ROWS,
+    grid: TaskGrid | None = None,
     ax: Any = None,
 ) -> Any:
     """Mean ``value`` for each task (rows) and candidate (columns) from a trial table.
@@ -1141,7 +1456,16 @@ def task_heatmap(
     Tasks are sorted from easiest to hardest (mean over candidates) and candidates from
     best to worst, so blocks of tasks everyone or no one solves stand out. A cell with no
     measured value is grey, not a colour of the scale. Only the trials that count are
-    used (a running trial never is).
+    used (a running trial never is). Beyond ``max_rows`` tasks the hardest and the most
+    discriminating tasks keep a row each and the rest are summarised in rows by
+    difficulty (:func:`task_grid`; the title says so), so the image, the time and the
+    memory stay bounded.
+
+    Parameters
+    ----------
+    grid
+        The :func:`task_grid` of these trials, when it is already computed (the report
+        captions it): drawn as given.
 
     Returns
     -------
@@ -1154,37 +1478,37 @@ def task_heatmap(
     """
     import matplotlib
 
-    trials = _counted(trials, by, "task_heatmap")
-    df = _columns(trials, {"task": task, "by": by, "value": value}, numeric=("value",))
-    grid = df.pivot_table(index=task, columns=by, values=value, aggfunc="mean", dropna=False,
-                          observed=True)
-    grid = grid.loc[grid.mean(axis=1).sort_values(ascending=False, kind="stable").index]
-    grid = grid[grid.mean(axis=0).sort_values(ascending=False, kind="stable").index]
-    columns = short_labels(list(grid.columns))
+    g = grid if grid is not None else task_grid(trials, task=task, by=by, value=value,
+                                                max_rows=max_rows)
+    n_rows, n_cols = g.values.shape
+    columns = short_labels(list(g.columns))
     # Vertical, not slanted: slanted neighbours' boxes overlap even when the glyphs do not.
     vertical = sum(len(c) for c in columns) * 6.5 > 72 * 0.35 * len(columns) * 1.6
-    rows = short_labels([str(i) for i in grid.index], width=30)  # distinct, or in full
+    rows = short_labels(g.rows, width=30)  # distinct, or in full
     # room for long labels (candidate labels that stay long to stay distinct)
-    tall = 1.2 + 0.16 * grid.shape[0] + (max(map(len, columns)) * _CHAR_IN if vertical else 0.3)
-    wide = max(map(len, rows)) * _CHAR_IN + 0.35 * grid.shape[1] + 1.5
-    ax = _axes(ax, (max(4.5, 0.35 * grid.shape[1] + 3.5, wide),
-                    max(3.0, 0.2 * grid.shape[0] + 2.0, tall)))
+    tall = 1.2 + 0.16 * n_rows + (max(map(len, columns)) * _CHAR_IN if vertical else 0.3)
+    wide = max(map(len, rows)) * _CHAR_IN + 0.35 * n_cols + 1.5
+    ax = _axes(ax, (max(4.5, 0.35 * n_cols + 3.5, wide),
+                    max(3.0, 0.2 * n_rows + 2.0, tall) + (0.3 if g.detail else 0.0)))
     _dress(ax, "")
     cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.85")
-    values = grid.to_numpy(dtype=float)
-    top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
-    image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=0, vmax=max(1.0, top),
+    top = float(np.nanmax(g.values)) if np.isfinite(g.values).any() else 1.0
+    image = ax.imshow(g.values, aspect="auto", cmap=cmap, vmin=0, vmax=max(1.0, top),
                       interpolation="nearest")
-    ax.set_xticks(range(grid.shape[1]), columns, rotation=90 if vertical else 0)
-    ax.set_yticks(range(grid.shape[0]), rows, fontsize=7 if len(rows) > 20 else None)
+    ax.set_xticks(range(n_cols), columns, rotation=90 if vertical else 0)
+    ax.set_yticks(range(n_rows), rows, fontsize=7 if n_rows > 20 else None)
+    for label, binned in zip(ax.get_yticklabels(), g.binned, strict=True):
+        if binned:
+            label.set_fontstyle("italic")
     ax.set_xlabel(by)
-    ax.set_ylabel(task)
+    ax.set_ylabel(task if not g.detail else f"{task} (or a row of tasks)")
     bar = ax.figure.colorbar(image, ax=ax, pad=0.02, fraction=0.06, aspect=30)
     bar.set_label(f"mean {value}", labelpad=4)
     bar.outline.set_visible(False)
     bar.ax.tick_params(labelsize=STYLE["ytick.labelsize"])
+    detail = "tasks easiest first; grey: not measured"
     _set_title(ax, f"Mean {value} per task and {by}",
-               "tasks easiest first; grey: not measured")
+               f"{g.detail}; {detail}" if g.detail else detail)
     return ax
 
 
@@ -1259,7 +1583,7 @@ def summary(
 
     df, column = _candidate_column(trials, by)
     n = int(df[column].nunique())
-    n_tasks = int(df[task].nunique()) if task in df else 1
+    n_tasks = min(int(df[task].nunique()) if task in df else 1, HEATMAP_ROWS)
     footer = _pooling_footer(df, column)
     with style():
         height = max(6.0, 0.3 * max(n, 0.5 * n_tasks) + 3.0) + 0.16 * len(footer)
@@ -1280,7 +1604,7 @@ def summary(
         if footer:
             fig.supxlabel("\n".join(footer), x=0.005, ha="left",
                           fontsize=STYLE["legend.fontsize"], color=MUTED)
-    return fig
+    return literal(fig)
 
 
 _FOOTER_WIDTH = 170  # characters of a line under the summary's panels
@@ -1353,13 +1677,15 @@ def history(table: Any, *, value: str = "reward", by: str = "candidate", ax: Any
     labels = short_labels(names)
     ax = _axes(ax, (max(6.0, 0.5 * len(runs) + 3.0), 3.6))
     _dress(ax, "y")
-    for name, label in zip(names, labels, strict=True):
+    lines = []
+    for name in names:
         part = df[df[by].astype(str) == name]
         x = np.array([position[str(r)] for r in part["run"]], dtype=float)
         mean = unit(part["mean"].to_numpy(float))
         low = unit(part["ci_low"].to_numpy(float))
         high = unit(part["ci_high"].to_numpy(float))
-        line = ax.plot(x, mean, marker="o", markersize=4, label=label)[0]
+        line = ax.plot(x, mean, marker="o", markersize=4)[0]
+        lines.append(line)
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
     ticks = [_ellipsize(r, 22) for r in runs]
     ax.set_xticks(range(len(runs)), ticks, rotation=30 if len(runs) > 4 else 0,
@@ -1368,7 +1694,7 @@ def history(table: Any, *, value: str = "reward", by: str = "candidate", ax: Any
     ax.set_ylabel(f"mean {unit.label}")
     ax.set_xlabel("run, in time order")
     if len(names) > 1:
-        ax.legend(fontsize="small", frameon=False, loc="best")
+        _legend(ax, lines, labels, fontsize="small", frameon=False, loc="best")
     _set_title(ax, f"{unit.label.capitalize()} run by run",
                "mean per run with its 95% interval (task-clustered)")
     return ax

@@ -12,6 +12,7 @@ import ast
 import copy
 import importlib.util
 import inspect
+import json
 import os
 import sys
 import threading
@@ -199,8 +200,64 @@ def scorer_name(score: Any) -> str:
 
 
 
+def read_case_lines(path: PathLike) -> list[dict[str, Any]]:
+    """The rows of a JSONL case table: one JSON object per line, UTF-8.
+
+    Lines are split at ``\\n`` only (``\\r\\n`` too): JSON text may hold U+2028, U+0085 or
+    a form feed inside a string, which :meth:`str.splitlines` would break a line at. A
+    UTF-8 BOM at the start is ignored.
+
+    Raises
+    ------
+    ScorerError
+        The file cannot be read, a line is not UTF-8 (naming the line and the bytes), not
+        valid JSON, or not an object.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ScorerError(f"{path}: cannot read the case table: {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    rows: list[dict[str, Any]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            around = raw[max(exc.start - 12, 0):exc.end + 12]
+            raise ScorerError(
+                f"{path}:{number}: not UTF-8: bytes {raw[exc.start:exc.end]!r} at byte "
+                f"{exc.start} of the line (in {around!r}); a case table is UTF-8 JSON lines: "
+                "re-save the file as UTF-8 (it looks like Latin-1 or Windows-1252 text)"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ScorerError(f"{path}:{number}: not valid JSON ({exc.msg}, column "
+                              f"{exc.colno}); a case table has one JSON object per line") \
+                from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, deep nesting
+            raise ScorerError(f"{path}:{number}: cannot be read ({type(exc).__name__}: "
+                              f"{str(exc)[:200]}); a case table has one JSON object per line") \
+                from None
+        if not isinstance(row, dict):
+            raise ScorerError(f"{path}:{number}: a case is {describe_value(row)}; expected a "
+                              "JSON object with input fields and 'output'")
+        rows.append(row)
+    return rows
+
+
 def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
     """Read a scorer file's ``REWARD_SPEC`` from its syntax tree, without running the file.
+
+    The file is decoded as Python decodes it (a UTF-8 BOM, a ``# coding: latin-1``
+    declaration), so every file :func:`load_scorer` runs can be read. ``REWARD_SPEC`` must be
+    assigned a plain literal (a dict of numbers and strings) at the top level of the file;
+    when it is assigned several times there, the last assignment is the spec, as when the
+    file runs.
 
     Returns None when the file defines no ``REWARD_SPEC``. The value is only read, not
     validated (:meth:`metrickit.RewardSpec.from_dict` does that).
@@ -208,17 +265,28 @@ def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
     Raises
     ------
     ScorerError
-        The file cannot be read or parsed, or ``REWARD_SPEC`` is not a plain literal.
+        The file cannot be read or parsed, ``REWARD_SPEC`` is not a plain literal, or it is
+        set in a way that cannot be read without running the file: changed in place
+        (``REWARD_SPEC |= {...}``, ``REWARD_SPEC["w"] = ...``, ``.update(...)``), assigned
+        inside ``if``/``for``/``while``/``try``/``with``/``match``, inside a function with
+        ``global REWARD_SPEC``, imported, unpacked from a tuple, bound by ``:=`` or deleted
+        (the message gives the line and why).
     """
     path = Path(path)
     try:
-        source = path.read_text(encoding="utf-8")
+        source = path.read_bytes()
     except OSError as exc:
         raise ScorerError(f"{path}: cannot read the scorer file: {exc.strerror or exc}") from None
     try:
+        # bytes: Python's own decoding (BOM, PEP 263 coding declaration), as when it runs
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise ScorerError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except (ValueError, UnicodeError) as exc:  # null bytes, an unknown or wrong coding
+        raise ScorerError(f"{path}: cannot be read as Python source ({exc}); save it as UTF-8 "
+                          "or declare its encoding (# coding: latin-1)") from None
+    except RecursionError:
+        raise ScorerError(f"{path}: nested too deeply to parse") from None
     found: ast.expr | None = None
     for node in tree.body:
         targets: list[ast.expr] = []
@@ -226,13 +294,21 @@ def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             targets, value = [node.target], node.value
-        if any(isinstance(t, ast.Name) and t.id == "REWARD_SPEC" for t in targets):
+        if any(isinstance(t, ast.Name) and t.id == _SPEC for t in targets):
             found = value  # the last assignment wins, as when the file runs
+    unreadable = _unreadable_spec(tree)
+    if unreadable is not None:
+        line, why = unreadable
+        raise ScorerError(
+            f"{path}:{line}: REWARD_SPEC {why}, so its value cannot be read without running "
+            "the file; metrickit reads it from the source: assign the whole spec once, as a "
+            "plain dict literal at the top level of the file (REWARD_SPEC = {...})"
+        )
     if found is None:
         return None
     try:
         spec = ast.literal_eval(found)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise ScorerError(
             f"{path}:{found.lineno}: REWARD_SPEC is not a plain literal (it uses names, calls "
             "or arithmetic); metrickit reads it without running the file, so write it as a "
@@ -242,6 +318,82 @@ def read_reward_spec(path: PathLike) -> dict[str, Any] | None:
         raise ScorerError(f"{path}:{found.lineno}: REWARD_SPEC is {describe_value(spec)}; "
                           "expected a dict")
     return spec
+
+
+_SPEC = "REWARD_SPEC"
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith,
+           ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _names_spec(target: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == _SPEC for n in ast.walk(target))
+
+
+def _unreadable_spec(tree: ast.Module) -> tuple[int, str] | None:
+    """Where and how the module's ``REWARD_SPEC`` is set other than by a top-level
+    assignment of a whole value (None when it is not)."""
+
+    def visit(node: ast.AST, top: bool, module_scope: bool) -> tuple[int, str] | None:
+        for child in ast.iter_child_nodes(node):
+            found = check(child, top, module_scope)
+            if found is not None:
+                return found
+        return None
+
+    def check(node: ast.AST, top: bool, module_scope: bool) -> tuple[int, str] | None:
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, _SCOPES):
+            # a function's or class's own names are not the module's, unless declared global
+            inner = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                isinstance(n, ast.Global) and _SPEC in n.names for n in ast.walk(node))
+            return visit(node, False, inner)
+        if module_scope:
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id == _SPEC:
+                        if not top:
+                            return line, ("is assigned inside a block (if/for/while/try/with/"
+                                          "match or a function), which may or may not run")
+                    elif isinstance(t, ast.Subscript | ast.Attribute) and _is_spec(t.value):
+                        return line, "is changed in place (an item or attribute assigned)"
+                    elif _names_spec(t):
+                        return line, "is unpacked from a tuple or list"
+            elif isinstance(node, ast.AugAssign) and (
+                    _is_spec(node.target) or _names_spec(node.target)):
+                return line, "is changed in place (an augmented assignment such as |=)"
+            elif isinstance(node, ast.NamedExpr) and _is_spec(node.target):
+                return line, "is bound by :="
+            elif isinstance(node, ast.Delete) and any(_names_spec(t) for t in node.targets):
+                return line, "is deleted"
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) and _names_spec(
+                    node.target):
+                return line, "is a loop variable"
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None and (
+                    _names_spec(node.optional_vars)):
+                return line, "is bound by with ... as"
+            elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+                    (a.asname or a.name) == _SPEC for a in node.names):
+                return line, "is imported from another module"
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    _is_spec(node.func.value) and node.func.attr in _MUTATORS):
+                return line, f"is changed in place (.{node.func.attr}(...))"
+        return visit(node, top and not isinstance(node, _BLOCKS), module_scope)
+
+    for statement in tree.body:
+        found = check(statement, not isinstance(statement, _BLOCKS), True)
+        if found is not None:
+            return found
+    return None
+
+
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
+                       "__delitem__", "__ior__"})
+
+
+def _is_spec(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == _SPEC
 
 
 

@@ -384,10 +384,10 @@ def _case_rows(cases: Any) -> list[Mapping[str, Any]]:
     except TypeError:
         pass
     if isinstance(cases, str | os.PathLike):
-        import pandas as pd
+        # the reader score_cases used, so the rows are the ones that were scored
+        from metrickit.scoring.contract import read_case_lines
 
-        table = pd.read_json(cases, lines=True)
-        return [{str(k): v for k, v in row.items()} for row in table.to_dict("records")]
+        return [{str(k): v for k, v in row.items()} for row in read_case_lines(cases)]
     if isinstance(cases, Sequence) and all(isinstance(r, Mapping) for r in cases):
         return list(cases)
     raise ScorerError(f"cases is {type(cases).__name__}; expected the case table that was "

@@ -821,6 +821,17 @@ def agreement(
             cats = sorted(seen)
         except TypeError:
             cats = list(seen)
+    if level == "ratio":
+        # a ratio scale has a true zero: the distance ((x - y) / (x + y))**2 of values of
+        # opposite sign is no distance at all (raters who disagree in sign gave alpha 1)
+        for r in raters:
+            for row, value in enumerate(columns[r]):
+                if not _is_missing(value) and float(_unbool(value)) < 0:
+                    raise StatsError(
+                        f"column {r!r}, row {row}: rating {value!r} is negative; "
+                        "level='ratio' needs ratings >= 0 (a scale with a true zero); use "
+                        "level='interval' for ratings that can be negative"
+                    )
     lookup = {_key(c): i for i, c in enumerate(cats)}
     codes = np.full((n_cases, len(raters)), -1, dtype=np.intp)
     for j, r in enumerate(raters):

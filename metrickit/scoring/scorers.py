@@ -20,7 +20,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import html
 import importlib.util
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +41,7 @@ from metrickit.scoring.contract import (
     check_timeout,
     describe_value,
     load_scorer,
+    read_case_lines,
     reward_spec_problems,
     scorer_arity,
     scorer_name,
@@ -129,26 +129,7 @@ def read_cases(cases: Any, *, backend: str = "pandas") -> tuple[list[dict[str, A
     if nf is not None:
         return list(nf.rows(named=True)), nw.get_native_namespace(nf)
     if isinstance(cases, str | os.PathLike):
-        path = Path(cases)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ScorerError(f"{path}: cannot read the case table: {exc.strerror or exc}") \
-                from None
-        rows = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ScorerError(f"{path}:{number}: not valid JSON ({exc.msg}); a case table "
-                                  "has one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise ScorerError(f"{path}:{number}: a case is {describe_value(row)}; expected a "
-                                  "JSON object with input fields and 'output'")
-            rows.append(row)
-        return rows, None
+        return read_case_lines(cases), None
     if isinstance(cases, Iterable) and not isinstance(cases, str | bytes | Mapping):
         rows = list(cases)
         for number, row in enumerate(rows):
@@ -242,6 +223,8 @@ class ContractReport:
     problems: tuple[str, ...] = ()
     reward_spec: dict[str, Any] | None = field(default=None, compare=False)
     warnings: tuple[str, ...] = ()
+    #: the cases in the table (``entries`` are the ones checked); None: not known
+    n_cases: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -251,13 +234,64 @@ class ContractReport:
     def failed(self) -> tuple[CaseCheck, ...]:
         return tuple(e for e in self.entries if not e.ok)
 
+    @property
+    def unchecked(self) -> int:
+        """Cases of the table that were not checked (0 when every case was)."""
+        return max((self.n_cases or 0) - len(self.entries), 0)
+
+    def _coverage(self) -> str:
+        checked = len(self.entries)
+        if self.n_cases is None:
+            return ""
+        if not self.unchecked:
+            return f" (every case of the table checked: {checked:,})"
+        return (f" ({checked:,} of {self.n_cases:,} cases checked, spread over the table; "
+                f"the other {self.unchecked:,} were not: n=None or --all checks every case)")
+
     def _headline(self) -> str:
         if self.ok:
-            return f"contract OK: {len(self.entries)} of {len(self.entries)} cases valid"
+            return (f"contract OK: {len(self.entries)} of {len(self.entries)} cases valid"
+                    + self._coverage())
         if self.problems:
             return "contract BROKEN: the scorer cannot be used as it is"
-        return (f"contract BROKEN: {len(self.failed)} of {len(self.entries)} sample cases "
-                "break it")
+        sample = " sample" if self.unchecked else ""
+        return (f"contract BROKEN: {len(self.failed):,} of {len(self.entries):,}{sample} cases "
+                "break it" + self._coverage())
+
+    def failure_groups(self) -> list[tuple[str, list[CaseCheck]]]:
+        """The failed cases grouped by reason (each problem's text), most frequent first;
+        a case with several problems is in each of their groups."""
+        groups: dict[str, list[CaseCheck]] = {}
+        for e in self.failed:
+            for problem in dict.fromkeys(e.problems):
+                groups.setdefault(problem, []).append(e)
+        return sorted(groups.items(), key=lambda item: -len(item[1]))
+
+    def failures_text(self, examples: int = 3, reasons: int = 20) -> str:
+        """The report with only the failures, grouped by reason with their counts and the
+        first ``examples`` cases of each (``metrickit check-scorer --all`` prints this)."""
+        lines = [f"Scorer {self.scorer}: {self._headline()}"]
+        if self.arity:
+            args = "input, output, expected" if self.arity == 3 else "input, output"
+            lines.append(f"  called as score({args})")
+        lines += [f"  ✗ {p}" for p in self.problems]
+        groups = self.failure_groups()
+        for problem, cases in groups[:reasons]:
+            shown = ", ".join(e.label for e in cases[:examples])
+            more = f", ... ({len(cases) - examples:,} more)" if len(cases) > examples else ""
+            lines.append(f"  ✗ {len(cases):,} case(s): {problem}")
+            lines.append(f"      e.g. {shown}{more}")
+            first = cases[0]
+            if first.returned is not None:
+                lines.append(f"      ({first.label} returned {first.returned})")
+        if len(groups) > reasons:
+            rest = sum(len(c) for _, c in groups[reasons:])
+            lines.append(f"  ... and {len(groups) - reasons:,} other reason(s) ({rest:,} "
+                         "failures; check_scorer(...).failure_groups() lists them all)")
+        if self.warnings:
+            lines.append("  feedback warnings (not failures):")
+            lines += [f"  ! {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         lines = [f"Scorer {self.scorer}: {self._headline()}"]
@@ -307,10 +341,11 @@ def check_scorer(
     score_or_path: Scorer | PathLike,
     cases: Any,
     *,
-    n: int = 3,
+    n: int | None = 3,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> ContractReport:
-    """Run a scorer on ``n`` sample cases and report how it honours the scorer contract.
+    """Run a scorer on ``n`` sample cases (or every case) and report how it honours the
+    scorer contract.
 
     Parameters
     ----------
@@ -326,14 +361,17 @@ def check_scorer(
         :func:`score_cases` would pass them); a case that does not pickle fails with the
         field named.
     n
-        Number of sample cases (the contract check uses 3).
+        Number of sample cases (the contract check uses 3); None: every case of the table.
+        The report says how many of the table's cases were checked.
     timeout
         Seconds per call; at most 600.
 
     Returns
     -------
     ContractReport
-        ``.ok``, ``.entries`` (one per case), ``.problems`` (scorer-level), ``.warnings``
+        ``.ok``, ``.entries`` (one per case checked), ``.n_cases`` (in the table),
+        ``.failure_groups()`` and ``.failures_text()`` (failures by reason),
+        ``.problems`` (scorer-level), ``.warnings``
         (feedback that is empty, generic, the same for different scores, or names neither
         the expected value nor the output: see :mod:`metrickit.scoring.feedback`); prints
         readably.
@@ -354,9 +392,12 @@ def check_scorer(
     returned a bare number 0.8 (float): there is no side information; return (score, {"feedback": "..."})
     """  # noqa: E501
     check_timeout(timeout)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ScorerError(f"n is {n!r}; expected a positive number of sample cases")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ScorerError(f"n is {n!r}; expected a positive number of sample cases, or None "
+                          "for every case")
     rows, _ = read_cases(cases)
+    n_cases = len(rows)
+    n = n_cases if n is None else n
     # spread over the table, not its first rows: a case table is often sorted by case, so
     # its first rows are one case answered by several candidates, often all correct
     positions = sorted({round(i * (len(rows) - 1) / max(n - 1, 1)) for i in range(n)}
@@ -405,7 +446,7 @@ def check_scorer(
     return ContractReport(scorer=name, arity=arity or None, entries=entries,
                           problems=tuple(problems),
                           reward_spec=spec if isinstance(spec, dict) else None,
-                          warnings=tuple(feedback_warnings(looked_at)))
+                          warnings=tuple(feedback_warnings(looked_at)), n_cases=n_cases)
 
 
 # ---------------------------------------------------------------------------

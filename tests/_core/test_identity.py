@@ -111,3 +111,10 @@ def test_pooled_candidates_are_named_in_the_notes():
     df = pd.DataFrame({"run": ["r1", "r2"], "agent": ["x", "x"], "model": ["m", "m"]})
     notes = pooling_notes(with_candidates(df))
     assert notes == ["x · m: pooled from 2 runs with identical recorded configurations"]
+
+
+def test_parts_that_print_alike_still_give_distinct_labels():
+    rows = [{"run": "r", "agent": "a", "model": "m", "agent_kwargs": '{"k":1}'},
+            {"run": "r", "agent": "a", "model": "m", "agent_kwargs": '{"k":"1"}'}]
+    labels = _labels(rows)
+    assert len(set(labels)) == 2

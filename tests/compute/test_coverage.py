@@ -54,7 +54,7 @@ def test_compare_runs_false_positive_rate_under_a_true_null():
     assert np.mean([r.observed for r in rows]) <= 0.06
 
 
-def test_ten_identical_candidates_come_out_tied():
+def test_ten_identical_independent_candidates_come_out_tied():
     (row,) = coverage.ties(100)
     assert row.observed >= 0.93
 
@@ -189,3 +189,92 @@ def test_the_gate_holds_its_level_both_ways():
     for r in rows:
         assert r.observed <= 0.06 + 0.025, r  # 400 data sets: ~0.011 Monte-Carlo error
     assert np.mean([r.observed for r in rows]) <= 0.05
+
+
+# --- issue 24: one estimand, calibrated best sets, skewed data ------------------------
+
+
+def _unequal_table() -> pd.DataFrame:
+    """A wins on every task but attempts differ: B's hard tasks have 1 attempt, its easy
+    ones 9, so B's trial mean is high while its mean over tasks is low."""
+    rows = []
+    for t in range(20):
+        hard = t < 10
+        for _ in range(1 if hard else 9):
+            rows.append({"model": "B", "id": f"t{t}", "ok": 0.0 if hard else 1.0})
+        for k in range(3):
+            rows.append({"model": "A", "id": f"t{t}", "ok": 1.0 if not hard or k == 0 else 0.0})
+    return pd.DataFrame(rows)
+
+
+def test_breakdown_compare_metrics_compare_runs_and_pass1_agree_on_one_estimand():
+    t = mk.trials_from_frame(_unequal_table(), task="id", reward="ok", model="model")
+    table = mk.breakdown(t).set_index("candidate")
+    # mean over tasks of each task's mean; Harbor's mean over trials kept beside it
+    assert table.loc["A", "mean"] == pytest.approx((10 * 1 / 3 + 10) / 20)
+    assert table.loc["B", "mean"] == pytest.approx(0.5)
+    assert table.loc["B", "harbor_mean"] == pytest.approx(90 / 100)
+    assert "Harbor's metric" in table.loc["B", "note"]
+    cmp = mk.compare_metrics(t, {"ok": mk.pass_rate(1.0, key="ok")}).table.set_index("group")
+    assert cmp.loc["A", "value"] == pytest.approx(table.loc["A", "mean"])
+    assert cmp.loc["B", "harbor_value"] == pytest.approx(0.9)
+    assert cmp.loc["A", "rank"] == 1  # the same sign as compare_runs and pass@1
+    runs = mk.compare_runs(t, "A", "B")
+    assert runs.difference.estimate == pytest.approx(table.loc["A", "mean"] - 0.5)
+    p1 = mk.pass_at_k(t).table.set_index("candidate")
+    assert p1.loc["B", "pass_at_k"] == pytest.approx(0.5)
+
+
+def test_explicit_methods_keep_the_task_clustering_and_null_tasks_are_refused():
+    rng = np.random.default_rng(0)
+    tasks = np.repeat(np.arange(10), 8)
+    x = (rng.random(80) < np.repeat(rng.random(10), 8)).astype(float)
+    for method in ("analytic", "bootstrap", "wilson"):
+        clustered = mk.mean_ci(x, method=method, clusters=tasks)
+        plain = mk.mean_ci(x, method=method)
+        assert clustered.n_clusters == 10, method
+        assert clustered.high - clustered.low > 1.3 * (plain.high - plain.low), method
+    with pytest.raises(mk.StatsError, match="task label"):
+        mk.mean_ci(x, clusters=[None, *tasks[1:].tolist()])
+    frame = pd.DataFrame({"task_name": ["a", None, "b", "b"], "reward": [1.0, 0, 1, 0],
+                          "candidate": ["m"] * 4})
+    with pytest.raises(mk.StatsError, match="task label"):
+        mk.breakdown(frame, value="reward")
+
+
+def test_one_estimand_covers_the_per_task_truth_when_hard_tasks_lose_attempts():
+    rows = list(coverage.unequal_attempts(300))
+    for r in rows[::2]:
+        assert r.observed >= 0.93, r
+
+
+def test_skewed_costs_cover_or_say_so():
+    rows = list(coverage.skewed_costs(300))
+    for r in rows:
+        assert r.observed >= 0.93 or (r.observed >= 0.88 and r.flagged >= 0.4), r
+    twenty = [r for r in rows if "tasks=20" in r.setting]
+    assert all(r.observed >= 0.92 for r in twenty)
+
+
+def test_identical_candidates_all_in_the_best_set():
+    rows = list(coverage.identical(100))
+    for r in rows:
+        if r.scenario == "identical":
+            assert r.observed >= 0.90, r  # 100 data sets: ~0.025 Monte-Carlo error
+
+
+def test_close_candidates_rank_sets_hold_and_p_best_is_calibrated():
+    best_in, ranks, p_best = coverage.close(100)
+    assert best_in.observed >= 0.93 and ranks.observed >= 0.93
+    assert abs(p_best.observed - p_best.nominal) <= 0.08
+
+
+def test_a_clearly_worse_candidate_is_out_of_the_best_set_on_few_tasks():
+    from metrickit.compute.ranking import rank_intervals
+
+    rng = np.random.default_rng(1)
+    draws = rng.multivariate_normal([0.5, 0.5, 0.2], np.eye(3) * 0.03**2, 2000)
+    ri = rank_intervals(np.array([0.5, 0.5, 0.2]), draws)
+    assert list(ri.best_group) == [True, True, False]
+    assert list(ri.rank_low) == [1, 1, 3] and list(ri.rank_high) == [2, 2, 3]
+    assert ri.p_best[2] == 0.0 and abs(ri.p_best[0] - 0.5) < 0.1

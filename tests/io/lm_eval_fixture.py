@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,10 +77,37 @@ metadata:
 TASK_VERSION = "metadata:\n  version: 2.0\n"
 
 
+#: (group, model_args) -> the output folder of the first run with them in this process
+_RUNS: dict[tuple[bool, str], Path] = {}
+
+
 def run_lm_eval(root: Path, *, group: bool = False,
                 model_args: str = "pretrained=tiny/dummy-lm") -> Path:
     """Run lm_eval in ``root``; the ``--output_path`` folder it wrote. ``group``: run the
-    two tasks as the group ``tiny_suite`` (versioned tasks and group)."""
+    two tasks as the group ``tiny_suite`` (versioned tasks and group).
+
+    lm_eval takes 10-20 s (mostly its imports), so it runs once per test session for each
+    ``(group, model_args)``: a later call gets a copy of that run's whole folder (docs,
+    task files, output) in its own ``root``, so each caller may change its copy. The
+    output's own records of where the docs were still name the first run's folder, which
+    lives as long as the session.
+    """
+    key = (group, model_args)
+    if key in _RUNS and _RUNS[key].is_dir():
+        first = _RUNS[key].parent
+        root.mkdir(parents=True, exist_ok=True)
+        for entry in first.iterdir():
+            if entry.is_dir():
+                shutil.copytree(entry, root / entry.name)
+            else:
+                shutil.copy2(entry, root / entry.name)
+        return root / "out"
+    out = _run(root, group=group, model_args=model_args)
+    _RUNS[key] = out
+    return out
+
+
+def _run(root: Path, *, group: bool, model_args: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     data = root / "docs.jsonl"
     data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))

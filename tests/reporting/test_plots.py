@@ -101,9 +101,11 @@ def test_short_labels():
     # a step that would merge two names is skipped
     assert plots.short_labels(["a/run.jsonl", "b/run.jsonl"]) == ["a/run.jsonl", "b/run.jsonl"]
     long = ["openrouter/qwen/qwen3-coder-480b-a35b-instruct", "openrouter/openai/gpt-5"]
-    short = plots.short_labels(long)
-    assert len(short[0]) == 28 and short[0].startswith("qwen/") and short[0].endswith("instruct")
-    assert "…" in short[0] and short[1] == "openai/gpt-5"
+    # too long: the provider goes first, so the model stays whole
+    assert plots.short_labels(long) == ["qwen3-coder-480b-a35b-instruct", "gpt-5"]
+    short = plots.short_labels(long, width=24)
+    assert len(short[0]) == 24 and short[0].startswith("qwen3") and short[0].endswith("instruct")
+    assert "…" in short[0] and short[1] == "gpt-5"
 
 
 @pytest.mark.parametrize(

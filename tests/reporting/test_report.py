@@ -310,12 +310,10 @@ def test_cli(tmp_path, capsys):
     assert (tmp_path / "r_files" / "heatmap.png").is_file()
 
 
-def test_the_demo_report_ranks_the_example_job_by_its_spec(tmp_path, demo_report_argv):
+def test_the_demo_report_ranks_the_example_job_by_its_spec(demo_report):
     """`make demo` writes out/report.html with data/harbor_jobs_spec.py: its spec is valid and
     scores the example job's candidates in the middle of the scale, not all near 0 or 1."""
-    out = tmp_path / "report.html"
-    assert cli(demo_report_argv(out)) == 0
-    page = _parse(out)
+    page = demo_report.page
     rows = page.tables["spec-ranking"][1:]
     assert len(rows) == 6
     # 40 tasks each: no candidate has a note, so the headline has no empty note column

@@ -1,6 +1,7 @@
 """The report ``make demo`` writes, in a real browser: Chromium opens it from ``file://``,
-no request leaves the page, and every plot is laid out with a non-empty box. The screenshot
-goes to the test's tmp dir and to ``test-output/browser/report.png``.
+no request leaves the page, every plot is laid out with a non-empty box, and at a 1,280-px
+viewport neither the page nor any of its tables scrolls sideways. The screenshot goes to
+``test-output/browser/report.png``.
 
 Needs Debian's Chromium (``make chromium`` as root installs it) and Playwright; it fails
 (never skips) when either is missing, like ``tests/test_browser.py``.
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import metrickit as mk
-from metrickit.cli import main as cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ CHROMIUM_ARGS = [
 OUT = ROOT / "test-output" / "browser"
 
 
-def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo_report_argv):
+def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo_report):
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), (
@@ -36,10 +36,8 @@ def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo
         "with -m 'not browser'"
     )
     # what `make demo` writes to out/report.html
-    path = tmp_path / "report.html"
-    argv = demo_report_argv(path)
-    assert cli(argv) == 0
-    trials = mk.read_harbor_job(argv[1], progress=False)
+    path = demo_report.path
+    trials = mk.read_harbor_job(demo_report.argv[1], progress=False)
     requests: list[str] = []
     refused: list[str] = []
 
@@ -54,7 +52,7 @@ def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.on("request", lambda request: requests.append(request.url))
             page.route("**/*", route)
             page.goto(path.as_uri(), wait_until="load")
@@ -74,6 +72,23 @@ def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo
             headline = page.locator("#headline tbody tr")
             assert headline.count() == trials["eval"].nunique()
             assert page.locator("#provenance").is_visible()
+            # 1,280 px wide: nothing scrolls sideways, neither the page nor a table
+            wide = page.evaluate("""() => {
+                const out = [];
+                const root = document.documentElement;
+                if (root.scrollWidth > root.clientWidth)
+                    out.push(`page ${root.scrollWidth} > ${root.clientWidth}`);
+                for (const w of document.querySelectorAll('.table-wrap, pre'))
+                    if (w.scrollWidth > w.clientWidth + 1)
+                        out.push(`${w.querySelector('table')?.id || w.tagName} `
+                                 + `${w.scrollWidth} > ${w.clientWidth}`);
+                return out;
+            }""")
+            assert not wide, wide
+            # a note cell is not cut short: its text fits its box
+            cut = page.evaluate("""() => [...document.querySelectorAll('td.note')]
+                .filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.textContent)""")
+            assert not cut, cut
             shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
         finally:

@@ -184,9 +184,11 @@ def test_crashes_hangs_and_garbage_are_recorded_per_call():
     assert "returned 'PASS'" in errors[(2, 0)]
     assert calls.loc[calls["error"].notna(), "score"].isna().all()
     assert pd.isna(table.loc[0, "flips"]) and pd.isna(table.loc[0, "mean"])
-    # the mean leaves the failed calls out
+    # the mean leaves the failed calls out; it is the mean over cases of each case's mean
+    # (one estimand: a case that lost calls still weighs one case)
     valid = calls[calls["error"].isna()]
-    assert result.mean.estimate == pytest.approx(valid["score"].mean())
+    assert result.mean.estimate == pytest.approx(valid.groupby("case")["score"].mean().mean())
+    assert result.mean.estimate != pytest.approx(valid["score"].mean())
     assert result.mean.n_clusters == 5
     assert any("5 of 18 calls failed (3 cases)" in n for n in result.notes)
 
@@ -576,3 +578,14 @@ def test_the_kappa_truth_formula_matches_a_large_sample():
 def test_the_agreement_intervals_cover_the_truth(which):
     coverage = _benchmark().agreement_coverage(which, 40, 300)
     assert coverage >= 0.9
+
+
+def test_ratio_agreement_refuses_negative_ratings():
+    import pandas as pd
+
+    import metrickit as mk
+
+    ratings = pd.DataFrame({"a": [1.0, -2.0, 3.0, -1.0, 2.0, 4.0],
+                            "b": [-1.0, 2.0, -3.0, 1.0, -2.0, 4.0]})
+    with pytest.raises(mk.StatsError, match=r"negative.*level=.interval."):
+        mk.agreement(ratings, ["a", "b"], level="ratio")

@@ -1,0 +1,156 @@
+"""The report and the task heatmap: time and peak memory as the tasks grow, and
+``metrickit report`` on the example job against ``metrickit summarize`` on the same job.
+
+    python benchmarks/bench_report.py [--tasks 1000,10000,100000] [--repeat 3] [--json]
+
+Every measurement runs in a fresh process (``ru_maxrss`` is that process's peak, imports and
+the generated table included). The trial tables have 4 candidates and 2 attempts per task
+(8 trials a task: 800,000 trials at 100,000 tasks). The heatmap draws at most
+``plots.HEATMAP_ROWS`` rows whatever the number of tasks, so its time and memory should stay
+roughly flat beyond that; its baseline is the one-row-per-task heatmap the report drew
+before (only at the smallest size: at 10,000 tasks it takes minutes and gigabytes).
+
+The example job's report is timed as a user meets it: ``metrickit report
+data/harbor_jobs/2025-07-14__09-00-00 --spec data/harbor_jobs_spec.py`` in a new process,
+the best of ``--repeat`` runs; the baseline is ``metrickit summarize`` on the same job in
+the same run (it reads the job and prints its per-candidate statistics, without plots).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _bench import machine, peak_rss_mb, row, run_child
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = ROOT / "data" / "harbor_jobs" / "2025-07-14__09-00-00"
+SPEC = ROOT / "data" / "harbor_jobs_spec.py"
+CANDIDATES = 4
+ATTEMPTS = 2
+
+
+def _trials(n_tasks: int):  # type: ignore[no-untyped-def]
+    """A trial table of ``n_tasks`` tasks, 4 candidates of different skill, 2 attempts."""
+    import numpy as np
+    import pandas as pd
+
+    import metrickit as mk
+
+    rng = np.random.default_rng(0)
+    skill = np.linspace(0.35, 0.75, CANDIDATES)
+    hard = rng.uniform(-0.4, 0.4, n_tasks)
+    p = np.clip(skill[None, :, None] - hard[:, None, None], 0, 1)
+    ok = (rng.random((n_tasks, CANDIDATES, ATTEMPTS)) < p).astype(int).ravel()
+    n = ok.size
+    df = pd.DataFrame({
+        "task": np.repeat(np.array([f"task-{i:06d}" for i in range(n_tasks)], dtype=object),
+                          CANDIDATES * ATTEMPTS),
+        "who": np.tile(np.repeat(np.array([f"model-{j}" for j in range(CANDIDATES)],
+                                          dtype=object), ATTEMPTS), n_tasks),
+        "reward": ok,
+        "ms": rng.gamma(2.0, 30_000.0, n),
+        "usd": rng.gamma(2.0, 0.02, n),
+    })
+    return mk.trials_from_frame(df, task="task", candidate="who", reward="reward",
+                                latency_ms="ms", cost_usd="usd")
+
+
+def _child(kind: str, n_tasks: int) -> None:
+    """One measurement in this process; prints one JSON line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from metrickit.reporting import plots
+    from metrickit.reporting.html import report
+
+    trials = _trials(n_tasks)
+    start = time.perf_counter()
+    if kind == "report":
+        with tempfile.TemporaryDirectory() as folder:
+            report(trials, Path(folder) / "r.html")
+    else:
+        ax = plots.task_heatmap(trials, max_rows=10**9 if kind == "unbounded" else
+                                plots.HEATMAP_ROWS)
+        ax.figure.savefig(Path(tempfile.gettempdir()) / "bench_heatmap.png", dpi=100)
+        plt.close(ax.figure)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
+
+
+def _wall(argv: list[str], repeat: int) -> float:
+    """The best wall time of ``argv`` in a new process over ``repeat`` runs."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", default="1000,10000,100000",
+                        help="task counts, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of the example job's report (the best is kept)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "TASKS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], int(args.child[1]))
+        return
+    sizes = [int(x) for x in args.tasks.split(",") if x]
+    me = str(Path(__file__).resolve())
+    rows = []
+    bin_dir = Path(sys.executable).parent
+    with tempfile.TemporaryDirectory() as folder:
+        report_s = _wall([str(bin_dir / "metrickit"), "report", str(JOB), "--spec", str(SPEC),
+                          "-o", str(Path(folder) / "report.html")], args.repeat)
+        summarize_s = _wall([str(bin_dir / "metrickit"), "summarize", str(JOB)], args.repeat)
+    rows.append(row("metrickit report on the example job (960 trials, 6 candidates, 3 plots)",
+                    report_s, "metrickit summarize on the same job", summarize_s,
+                    note=f"best of {args.repeat}, new process each"))
+    smallest = min(sizes) if sizes else 0
+    for n in sizes:
+        heat = run_child([me, "--child", "heatmap", str(n)])
+        if n == smallest:
+            before = run_child([me, "--child", "unbounded", str(n)])
+            rows.append(row(f"task_heatmap, {n:,} tasks ({n * CANDIDATES * ATTEMPTS:,} trials)",
+                            heat["seconds"], "one row per task (the heatmap before)",
+                            before["seconds"], peak_mb=heat["peak_mb"],
+                            baseline_peak_mb=before["peak_mb"]))
+        else:
+            rows.append(row(f"task_heatmap, {n:,} tasks ({n * CANDIDATES * ATTEMPTS:,} trials)",
+                            heat["seconds"], "", float("nan"), peak_mb=heat["peak_mb"]))
+        rep = run_child([me, "--child", "report", str(n)])
+        rows.append(row(f"report, {n:,} tasks ({n * CANDIDATES * ATTEMPTS:,} trials)",
+                        rep["seconds"], "", float("nan"), peak_mb=rep["peak_mb"],
+                        note="mk.report to HTML, the table already read"))
+    if args.json:
+        for r in rows:
+            print(json.dumps(r), flush=True)
+        return
+    print(f"machine: {machine()}")
+    print(f"{'operation':<74} {'metrickit':>10} {'peak MB':>8}   baseline")
+    for r in rows:
+        base = (f"{r['baseline_s']:.2f} s ({r['baseline']}), ratio {r['ratio']:.2f}x"
+                if r["baseline"] else "")
+        if r.get("baseline_peak_mb"):
+            base += f", peak {r['baseline_peak_mb']:,.0f} MB"
+        peak = f"{r['peak_mb']:,.0f}" if r["peak_mb"] else "-"
+        print(f"{r['operation']:<74} {r['metrickit_s']:>8.2f} s {peak:>8}   {base}")
+
+
+if __name__ == "__main__":
+    main()
