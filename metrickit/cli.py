@@ -425,6 +425,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "store" and args.action == "add" and not args.paths:
         parser.error("store add needs at least one PATH")
     failed = GATE_BAD_INPUT if args.command == "gate" else 1  # gate's 1 means a regression
+    import warnings
+
+    def one_line(message: Warning | str, category: type[Warning], *_: object,
+                 **__: object) -> str:
+        # a warning for a person at a terminal: the command and the sentence, not the line
+        # of metrickit's source that raised it
+        return f"metrickit {args.command}: warning: {message}\n"
+
+    shown = warnings.formatwarning
+    warnings.formatwarning = one_line
     try:
         return _COMMANDS[args.command](args)
     except MetrickitError as exc:
@@ -448,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               + f" (a bug in metrickit or an input it does not check; {hint})",
               file=sys.stderr)
         return failed
+    finally:
+        warnings.formatwarning = shown
 
 
 def _debugging() -> bool:

@@ -108,3 +108,20 @@ def test_a_path_of_no_format_is_one_error_per_format(tmp_path):
     proc = run("report", str(rewards), "-o", str(tmp_path / "y.html"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "reward JSONL" in proc.stderr and "not a trial source the report can rank" in proc.stderr
+
+
+def test_a_warning_reads_as_one_line_for_a_person_at_a_terminal(tmp_path):
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    # total_ms given in nanoseconds: the median trial would take years, and a warning says so
+    table = tmp_path / "trials.csv"
+    pd.DataFrame({"task_name": ["a", "b", "c"], "reward": [1, 0, 1],
+                  "total_ms": [4e14, 5e14, 6e14]}).to_csv(table, index=False)
+    done = subprocess.run([sys.executable, "-m", "metrickit.cli", "summarize", str(table)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "metrickit summarize: warning:" in done.stderr and "years" in done.stderr
+    assert "return fn(" not in done.stderr and ".py:" not in done.stderr
