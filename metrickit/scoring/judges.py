@@ -461,20 +461,53 @@ def _kappa_jackknife(
     return by_cell[cells]
 
 
+def _ordinal_jackknife(x: FloatArray) -> FloatArray:
+    """Ordinal alpha without each case in turn, in time linear in the cases.
+
+    Leaving case ``i`` out takes its own coincidences ``scale_i * c_i c_i^T`` from the
+    pooled coincidence matrix and its value counts ``c_i`` from the pooled counts; the
+    ordinal distances depend on those counts, so they are recomputed per case, which costs
+    one values x values matrix per case (not one pass over all cases per case). Equal to
+    :func:`alpha_resampled` with the case weighted 0 (tests/scoring/test_judges.py).
+    """
+    n_cases = x.shape[0]
+    present = np.isfinite(x)
+    m = present.sum(axis=1).astype(np.float64)
+    pairable = m >= 2
+    x = np.where(pairable[:, None] & present, x, np.nan)
+    scale = np.where(pairable, 1.0 / np.maximum(m - 1, 1), 0.0)
+    mp = np.where(pairable, m, 0.0)
+    values, codes = np.unique(x[np.isfinite(x)], return_inverse=True)
+    v = max(values.size, 1)
+    counts = np.zeros((n_cases, v))
+    np.add.at(counts, (np.nonzero(np.isfinite(x))[0], codes), 1.0)
+    total = counts.sum(axis=0)
+    pooled = np.einsum("u,uc,uk->ck", scale, counts, counts)
+    n = mp.sum() - mp
+    observed = np.empty(n_cases)
+    expected = np.empty(n_cases)
+    step = max(1, _CELLS // (v * v))
+    for start in range(0, n_cases, step):
+        part = slice(start, start + step)
+        own = counts[part]
+        rest = total[None, :] - own
+        d = _ordinal_distances(rest)
+        observed[part] = (np.einsum("ck,bck->b", pooled, d)
+                          - scale[part] * np.einsum("bc,bck,bk->b", own, d, own))
+        expected[part] = np.einsum("bc,bk,bck->b", rest, rest, d)
+    expected = expected / np.maximum(n - 1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 1.0 - observed / expected
+    return np.where((expected > 1e-12 * np.maximum(n, 1) ** 2) & (n >= 2), out, np.nan)
+
+
 def _alpha_jackknife(ratings: FloatArray, level: str) -> FloatArray:
     """Alpha without each case in turn. Interval, nominal and ratio alpha are sums over
     cases, so each case's own terms are subtracted from the totals; ordinal distances
     depend on the pooled counts, so it is recomputed with the case weighted 0, in blocks."""
     n_cases = ratings.shape[0]
     if level == "ordinal":
-        rows = max(1, _CELLS // max(n_cases, 1))
-        out = []
-        for start in range(0, n_cases, rows):
-            stop = min(start + rows, n_cases)
-            w = np.ones((stop - start, n_cases))
-            w[np.arange(stop - start), np.arange(start, stop)] = 0.0
-            out.append(alpha_resampled(ratings, level, w))
-        return np.concatenate(out)
+        return _ordinal_jackknife(np.asarray(ratings, dtype=np.float64))
     x = np.asarray(ratings, dtype=np.float64)
     present = np.isfinite(x)
     m = present.sum(axis=1).astype(np.float64)

@@ -589,3 +589,21 @@ def test_ratio_agreement_refuses_negative_ratings():
                             "b": [-1.0, 2.0, -3.0, 1.0, -2.0, 4.0]})
     with pytest.raises(mk.StatsError, match=r"negative.*level=.interval."):
         mk.agreement(ratings, ["a", "b"], level="ratio")
+
+
+def test_the_ordinal_jackknife_equals_leaving_each_case_out():
+    import numpy as np
+
+    from metrickit.scoring.judges import _alpha_jackknife, alpha_resampled
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n, raters, k = int(rng.integers(3, 50)), int(rng.integers(2, 5)), int(rng.integers(2, 7))
+        x = rng.integers(0, k, (n, raters)).astype(float)
+        x[rng.random((n, raters)) < 0.25] = np.nan  # missing ratings, unpairable cases
+        weights = np.ones((n, n))
+        np.fill_diagonal(weights, 0.0)
+        left_out = alpha_resampled(x, "ordinal", weights)  # one pass over all cases per case
+        fast = _alpha_jackknife(x, "ordinal")  # one values x values matrix per case
+        assert np.array_equal(np.isnan(left_out), np.isnan(fast))
+        assert np.allclose(left_out[~np.isnan(fast)], fast[~np.isnan(fast)], rtol=0, atol=1e-12)
