@@ -22,6 +22,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metrickit._core.values import is_null
+
 #: The recorded parts of a configuration: two runs are one candidate only when all agree.
 #: ``dataset`` is what the candidate was evaluated on (a model on two datasets is two
 #: candidates, whose means are over different tasks); ``source`` names the tasks (a task is
@@ -82,14 +84,8 @@ def kwarg_columns(kwargs_json: Sequence[str | None]) -> dict[str, list[str | Non
     }
 
 
-def _null(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or (
-        type(value).__name__ in ("NAType", "NaTType")
-    )
-
-
 def _clean(value: Any) -> Any:
-    return None if _null(value) else value
+    return None if is_null(value) else value
 
 
 def candidate_keys(

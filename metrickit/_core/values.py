@@ -28,6 +28,13 @@ class NonFinite:
         return self.token
 
 
+def is_null(value: Any) -> bool:
+    """None, NaN, or pandas' NA/NaT (checked by type name: no pandas import needed)."""
+    return value is None or (isinstance(value, float) and value != value) or (
+        type(value).__name__ in ("NAType", "NaTType")
+    )
+
+
 def short_repr(value: Any, limit: int = 60) -> str:
     if isinstance(value, str) and len(value) > 2 * limit:
         # repr of a prefix, not of the whole (a 150 MB string would be copied once more);

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.values import is_null
 from metrickit.errors import StoreError
 
 __all__ = ["RunStore"]
@@ -180,10 +181,11 @@ class RunStore:
             con.execute("BEGIN TRANSACTION").fetchall()
             try:
                 seq = con.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchall()[0][0]
-                offset = self._row_offset(con)
+                next_row = self._row_offset(con)
+                offset = next_row or 0
                 body = plain.iloc[keep][stored].reset_index(drop=True)
                 body.insert(0, "_seq", np.arange(offset, offset + len(body), dtype=np.int64))
-                self._insert_trials(con, body)
+                self._insert_trials(con, body, first=next_row is None)
                 now = datetime.now(UTC)
                 meta = _run_meta(plain.iloc[keep])
                 catalog = []
@@ -204,22 +206,20 @@ class RunStore:
         return added
 
     @staticmethod
-    def _row_offset(con: Any) -> int:
+    def _row_offset(con: Any) -> int | None:
+        """The ``_seq`` of the next stored trial; None before the first (no table yet)."""
         exists = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'trials'"
         ).fetchall()[0][0]
         if not exists:
-            return 0
+            return None
         return int(con.execute("SELECT coalesce(max(_seq) + 1, 0) FROM trials").fetchall()[0][0])
 
     @staticmethod
-    def _insert_trials(con: Any, body: Any) -> None:
+    def _insert_trials(con: Any, body: Any, *, first: bool) -> None:
         con.register("_incoming", body)
         try:
-            exists = con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'trials'"
-            ).fetchall()[0][0]
-            if not exists:
+            if first:
                 con.execute("CREATE TABLE trials AS SELECT * FROM _incoming LIMIT 0").fetchall()
             have = {r[0] for r in con.execute("DESCRIBE trials").fetchall()}
             for name, kind, *_ in con.execute("DESCRIBE SELECT * FROM _incoming").fetchall():
@@ -434,7 +434,7 @@ def _run_meta(rows: Any) -> dict[str, dict[str, Any]]:
     times = {c: getattr(groups[c], pick)() for c, pick in
              (("started_at", "min"), ("finished_at", "max")) if c in rows.columns}
     for run in n_tasks.index:
-        values = {c: [str(v) for v in lists[c][run] if not _null(v)]
+        values = {c: [str(v) for v in lists[c][run] if not is_null(v)]
                   if c in lists else [] for c in ("candidate", "format", "harness_version")}
         out[str(run)] = {
             "n_tasks": int(n_tasks[run]),
@@ -442,16 +442,10 @@ def _run_meta(rows: Any) -> dict[str, dict[str, Any]]:
             "format": values["format"],
             "harness_version": values["harness_version"][0] if values["harness_version"]
             else None,
-            **{c: None if c not in times or _null(times[c][run])
+            **{c: None if c not in times or is_null(times[c][run])
                else times[c][run].to_pydatetime() for c in ("started_at", "finished_at")},
         }
     return out
-
-
-def _null(value: Any) -> bool:
-    import pandas as pd
-
-    return value is None or bool(pd.isna(value))
 
 
 def _fill_kinds(frame: Any) -> Any:

@@ -819,26 +819,9 @@ def _restore(raw: Any, path: Path, backend: Backend) -> Any:
     frame = pd.DataFrame(data, index=pd.RangeIndex(len(raw)))
     if backend == "polars":
         frame = _to_polars(frame, keys)
-    return _with_candidates(frame)
+    from metrickit._core.identity import with_candidates
 
-
-def _with_candidates(frame: Any) -> Any:
-    """``frame`` with its candidates computed anew (:func:`identity.with_candidates`), their
-    columns in the trial table's text dtype again."""
-    from metrickit._core.identity import KWARG_PREFIX, with_candidates
-
-    frame = with_candidates(frame)
-    if type(frame).__module__.startswith("pandas"):
-        from metrickit.io.trials import build_trials
-
-        text = build_trials([], [], "pandas")["candidate"].dtype
-        for column in frame.columns:
-            if (column == "candidate" or column.startswith(KWARG_PREFIX)) and (
-                frame[column].dtype != text
-            ):
-                frame[column] = frame[column].astype(object).where(
-                    frame[column].notna(), None).astype(text)
-    return frame
+    return with_candidates(frame)
 
 
 def _to_polars(frame: Any, keys: set[str]) -> Any:
@@ -908,7 +891,7 @@ def read_sources(
         return frames[0]
     from metrickit.io.tidy import concat_trials
 
-    return _with_candidates(concat_trials(frames))
+    return concat_trials(frames)  # which computes the candidates across the tables
 
 
 def load(

@@ -9,7 +9,6 @@ tables from different readers (Harbor, Inspect AI, lm-eval, Terminal-Bench, tidy
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -18,8 +17,17 @@ from typing import Any, Literal
 import numpy as np
 
 from metrickit._core.identity import canonical_kwargs, with_candidates
-from metrickit._core.schema import pandas_strings
-from metrickit._core.values import BOOL, FLOAT, INT, MAX_EXACT_INT, MISSING, NULL, OK, check_value
+from metrickit._core.values import (
+    BOOL,
+    FLOAT,
+    INT,
+    MAX_EXACT_INT,
+    MISSING,
+    NULL,
+    OK,
+    check_value,
+    is_null,
+)
 from metrickit.errors import MetrickitWarning, TrialSourceError
 from metrickit.io.trials import (
     KIND_PREFIX,
@@ -535,13 +543,6 @@ def _reward_column(series: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(na, 0.0, x), np.where(na, MISSING, kind).astype(np.uint8)
 
 
-def _is_null(value: Any) -> bool:
-    """None, NaN, or pandas' NA/NaT."""
-    return (
-        value is None
-        or (isinstance(value, float) and math.isnan(value))
-        or type(value).__name__ in ("NAType", "NaTType")
-    )
 
 
 
@@ -661,9 +662,6 @@ def _concat_pandas(frames: list[Any], keys: list[str], task_map: Mapping[str, st
     if task_map:
         out["task_name"] = out["task_name"].map(lambda t: task_map.get(t, t)).astype("string")
     out = with_candidates(out)
-    # the readers' string dtype (narwhals gives pandas' default ``str``)
-    for name in ["candidate", *(c for c in out.columns if c.startswith(KWARG_PREFIX))]:
-        out[name] = pandas_strings([None if _is_null(v) else v for v in out[name].tolist()])
     _check_unique(out)
     return out[_order(list(out.columns), keys)]
 
@@ -702,7 +700,7 @@ def _check_unique(frame: Any) -> None:
     columns = [nf.get_column(c).to_list() for c in _TRIAL_KEY]
     seen: dict[tuple[Any, ...], int] = {}
     for i, raw in enumerate(zip(*columns, strict=True)):
-        key = tuple(None if _is_null(v) else v for v in raw)
+        key = tuple(None if is_null(v) else v for v in raw)
         if key in seen:
             raise TrialSourceError(
                 f"concat_trials: rows {seen[key]} and {i} are the same trial (run {key[0]!r}, "

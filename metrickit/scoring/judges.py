@@ -323,6 +323,33 @@ def _pair_sums(ratings: FloatArray, level: str) -> FloatArray:
     return out
 
 
+def _pairable(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The ratings of units with two or more (others NaN: they form no pair), each unit's
+    pair weight ``1 / (m - 1)`` (0 if unpairable) and its count of pairable ratings."""
+    present = np.isfinite(x)
+    m = present.sum(axis=1).astype(np.float64)
+    pairable = m >= 2
+    x = np.where(pairable[:, None] & present, x, np.nan)
+    scale = np.where(pairable, 1.0 / np.maximum(m - 1, 1), 0.0)
+    return x, scale, np.where(pairable, m, 0.0)
+
+
+def _value_counts(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The distinct rated values and, per unit, how often each occurs ``(units, V)``."""
+    values, codes = np.unique(x[np.isfinite(x)], return_inverse=True)
+    counts = np.zeros((x.shape[0], max(values.size, 1)))
+    np.add.at(counts, (np.nonzero(np.isfinite(x))[0], codes), 1.0)
+    return values, counts
+
+
+def _alpha(observed: FloatArray, expected: FloatArray, n: FloatArray) -> FloatArray:
+    """``1 - (n - 1) observed / expected``; NaN where there is no disagreement to expect."""
+    expected = expected / np.maximum(n - 1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 1.0 - observed / expected
+    return np.where((expected > 1e-12 * np.maximum(n, 1) ** 2) & (n >= 2), out, np.nan)
+
+
 def alpha_resampled(ratings: Any, level: str = "nominal", weights: Any = None) -> FloatArray:
     """Krippendorff's alpha of a units x raters matrix, for many resamples of units at once.
 
@@ -355,12 +382,7 @@ def alpha_resampled(ratings: Any, level: str = "nominal", weights: Any = None) -
     """
     x = np.asarray(ratings, dtype=np.float64)
     w = np.ones((1, x.shape[0])) if weights is None else np.asarray(weights, dtype=np.float64)
-    present = np.isfinite(x)
-    m = present.sum(axis=1).astype(np.float64)
-    pairable = m >= 2
-    x = np.where(pairable[:, None] & present, x, np.nan)
-    scale = np.where(pairable, 1.0 / np.maximum(m - 1, 1), 0.0)
-    mp = np.where(pairable, m, 0.0)
+    x, scale, mp = _pairable(x)
     n = w @ mp
     if level == "interval":
         s1 = np.nansum(x, axis=1)
@@ -369,11 +391,8 @@ def alpha_resampled(ratings: Any, level: str = "nominal", weights: Any = None) -
         big_s1, big_s2 = w @ s1, w @ s2
         expected = 2 * (n * big_s2 - big_s1 * big_s1)
     else:
-        values, codes = np.unique(x[np.isfinite(x)], return_inverse=True)
+        values, counts = _value_counts(x)
         v = values.size
-        counts = np.zeros((x.shape[0], max(v, 1)))
-        rows = np.nonzero(np.isfinite(x))[0]
-        np.add.at(counts, (rows, codes), 1.0)
         n_v = w @ counts  # (B, V)
         if level == "nominal":
             observed = w @ ((mp * mp - np.sum(counts * counts, axis=1)) * scale)
@@ -395,10 +414,7 @@ def alpha_resampled(ratings: Any, level: str = "nominal", weights: Any = None) -
                 cross = np.einsum("bu,uc,uk->bck", w[part] * scale[None, :], counts, counts)
                 observed[part] = np.einsum("bck,bck->b", cross, d)
                 expected[part] = np.einsum("bc,bk,bck->b", n_v[part], n_v[part], d)
-    expected = expected / np.maximum(n - 1, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = 1.0 - observed / expected
-    return np.where((expected > 1e-12 * np.maximum(n, 1) ** 2) & (n >= 2), out, np.nan)
+    return _alpha(observed, expected, n)
 
 
 def _kappa_from_codes(
@@ -471,16 +487,9 @@ def _ordinal_jackknife(x: FloatArray) -> FloatArray:
     :func:`alpha_resampled` with the case weighted 0 (tests/scoring/test_judges.py).
     """
     n_cases = x.shape[0]
-    present = np.isfinite(x)
-    m = present.sum(axis=1).astype(np.float64)
-    pairable = m >= 2
-    x = np.where(pairable[:, None] & present, x, np.nan)
-    scale = np.where(pairable, 1.0 / np.maximum(m - 1, 1), 0.0)
-    mp = np.where(pairable, m, 0.0)
-    values, codes = np.unique(x[np.isfinite(x)], return_inverse=True)
-    v = max(values.size, 1)
-    counts = np.zeros((n_cases, v))
-    np.add.at(counts, (np.nonzero(np.isfinite(x))[0], codes), 1.0)
+    x, scale, mp = _pairable(x)
+    _, counts = _value_counts(x)
+    v = counts.shape[1]
     total = counts.sum(axis=0)
     pooled = np.einsum("u,uc,uk->ck", scale, counts, counts)
     n = mp.sum() - mp
@@ -495,26 +504,17 @@ def _ordinal_jackknife(x: FloatArray) -> FloatArray:
         observed[part] = (np.einsum("ck,bck->b", pooled, d)
                           - scale[part] * np.einsum("bc,bck,bk->b", own, d, own))
         expected[part] = np.einsum("bc,bk,bck->b", rest, rest, d)
-    expected = expected / np.maximum(n - 1, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = 1.0 - observed / expected
-    return np.where((expected > 1e-12 * np.maximum(n, 1) ** 2) & (n >= 2), out, np.nan)
+    return _alpha(observed, expected, n)
 
 
 def _alpha_jackknife(ratings: FloatArray, level: str) -> FloatArray:
     """Alpha without each case in turn. Interval, nominal and ratio alpha are sums over
     cases, so each case's own terms are subtracted from the totals; ordinal distances
-    depend on the pooled counts, so it is recomputed with the case weighted 0, in blocks."""
-    n_cases = ratings.shape[0]
+    depend on the pooled counts (:func:`_ordinal_jackknife`)."""
     if level == "ordinal":
         return _ordinal_jackknife(np.asarray(ratings, dtype=np.float64))
     x = np.asarray(ratings, dtype=np.float64)
-    present = np.isfinite(x)
-    m = present.sum(axis=1).astype(np.float64)
-    pairable = m >= 2
-    x = np.where(pairable[:, None] & present, x, np.nan)
-    scale = np.where(pairable, 1.0 / np.maximum(m - 1, 1), 0.0)
-    mp = np.where(pairable, m, 0.0)
+    x, scale, mp = _pairable(x)
     n = mp.sum() - mp
     if level == "interval":
         s1, s2 = np.nansum(x, axis=1), np.nansum(x * x, axis=1)
@@ -522,9 +522,7 @@ def _alpha_jackknife(ratings: FloatArray, level: str) -> FloatArray:
         rest_s1, rest_s2 = s1.sum() - s1, s2.sum() - s2
         expected = 2 * (n * rest_s2 - rest_s1 * rest_s1)
     else:
-        values, codes = np.unique(x[np.isfinite(x)], return_inverse=True)
-        counts = np.zeros((n_cases, max(values.size, 1)))
-        np.add.at(counts, (np.nonzero(np.isfinite(x))[0], codes), 1.0)
+        values, counts = _value_counts(x)
         n_v = counts.sum(axis=0)
         if level == "nominal":
             per_case = (mp * mp - np.sum(counts * counts, axis=1)) * scale
@@ -540,10 +538,7 @@ def _alpha_jackknife(ratings: FloatArray, level: str) -> FloatArray:
                 dn[start:start + step] = block @ n_v
             expected = n_v @ dn - 2 * counts @ dn + own
     observed = per_case.sum() - per_case
-    expected = expected / np.maximum(n - 1, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = 1.0 - observed / expected
-    return np.where((expected > 1e-12 * np.maximum(n, 1) ** 2) & (n >= 2), out, np.nan)
+    return _alpha(observed, expected, n)
 
 
 def _interval(
