@@ -10,6 +10,8 @@ BIN    := $(VENV)/bin
 STAMP      := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed-runtime
 PYTEST_ARGS ?=
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
 
 .PHONY: demo test test-fast lint docs bench clean chromium lab
 
@@ -45,12 +47,15 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Two pytest-xdist workers (CI has 2 cores; PYTEST_WORKERS=0 runs in one process).
+# loadgroup: the tests of one file stay in one worker, and so do the tests of several files
+# that share a session fixture (tests/conftest.py groups them), so no fixture is computed twice.
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # For local work: everything but the tests marked slow. `make test` (and CI) runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 # JupyterLab on notebooks/, bound to 127.0.0.1; it prints the URL with its token.
 lab: $(STAMP)
@@ -65,7 +70,9 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 # The documentation site in site/: guides, the API reference from the docstrings, and the
-# notebooks executed as pages; --strict makes a broken link or reference an error.
+# notebooks executed as pages; --strict makes a broken link, a missing anchor or reference,
+# or a page left out of the navigation an error. METRICKIT_DOCS_EXECUTE=false renders the
+# notebooks without running them (a quick check).
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 

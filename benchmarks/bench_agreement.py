@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 import metrickit as mk
-from metrickit.scoring.judges import alpha_resampled
+from metrickit.compute.agreement import alpha_resampled
 
 
 def direct(x: np.ndarray) -> None:

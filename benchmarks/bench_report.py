@@ -2,6 +2,7 @@
 ``metrickit report`` on the example job against ``metrickit summarize`` on the same job.
 
     python benchmarks/bench_report.py [--tasks 1000,10000,100000] [--repeat 3] [--json]
+    python benchmarks/bench_report.py --quick       # the example job and 1,000 tasks only
 
 Every measurement runs in a fresh process (``ru_maxrss`` is that process's peak, imports and
 the generated table included). The trial tables have 4 candidates and 2 attempts per task
@@ -14,6 +15,17 @@ The example job's report is timed as a user meets it: ``metrickit report
 data/harbor_jobs/2025-07-14__09-00-00 --spec data/harbor_jobs_spec.py`` in a new process,
 the best of ``--repeat`` runs; the baseline is ``metrickit summarize`` on the same job in
 the same run (it reads the job and prints its per-candidate statistics, without plots).
+
+Where that time goes: the same command run in a fresh process with each phase timed (the
+best of ``--repeat`` such runs). ``imports`` is every module loaded during the command,
+wherever the import happens (a lazy import inside a statistic counts here, not under
+statistics); ``load`` reads the job, ``statistics`` is every number of the report,
+``plots`` builds and renders the three figures (PNG), ``HTML`` renders the template; the
+interpreter's own start is measured apart (``python -c pass``). Baselines measured in the
+same run: the imports any pandas + matplotlib report pays (``import numpy, pandas,
+matplotlib.pyplot``), and ``import scipy.stats`` against ``import scipy.special`` (what a
+report pays while a module it runs imports ``scipy.stats``; ``metrickit._core.dist`` gives
+the distributions the report needs from ``scipy.special`` alone).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -87,6 +100,94 @@ def _child(kind: str, n_tasks: int) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
 
 
+class _Clock:
+    """Wall time by phase: the innermost phase running is charged, and time inside an
+    ``import`` statement (at its outermost level) is charged to ``imports``."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        self.stack = ["other"]
+        self.mark = time.perf_counter()
+        self.depth = 0
+
+    def push(self, phase: str) -> None:
+        now = time.perf_counter()
+        top = self.stack[-1]
+        self.spent[top] = self.spent.get(top, 0.0) + now - self.mark
+        self.mark = now
+        self.stack.append(phase)
+
+    def pop(self) -> None:
+        now = time.perf_counter()
+        top = self.stack.pop()
+        self.spent[top] = self.spent.get(top, 0.0) + now - self.mark
+        self.mark = now
+
+    def timed(self, phase: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.push(phase)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.pop()
+
+        return wrapper
+
+    def hook_imports(self) -> None:
+        import builtins
+
+        original = builtins.__import__
+
+        def timed_import(*args: Any, **kwargs: Any) -> Any:
+            if self.depth == 0:
+                self.push("imports")
+            self.depth += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.pop()
+
+        builtins.__import__ = timed_import
+
+
+PHASES = ("imports", "load", "statistics", "plots", "HTML", "other")
+
+
+def _split_child() -> None:
+    """``metrickit report`` on the example job in this process, timed by phase; prints one
+    JSON line ``{phase: seconds}``."""
+    clock = _Clock()
+    clock.hook_imports()
+    with tempfile.TemporaryDirectory() as folder:
+        import jinja2
+
+        from metrickit import cli  # an import: charged to imports
+        from metrickit.reporting import html, plots
+
+        html.load_sources = clock.timed("load", html.load_sources)
+        html.build_sections = clock.timed("statistics", html.build_sections)
+        for name in ("candidate_bars", "tradeoff", "task_heatmap"):
+            setattr(plots, name, clock.timed("plots", getattr(plots, name)))
+        html._png = clock.timed("plots", html._png)  # savefig: drawing and PNG encoding
+        html._environment = clock.timed("HTML", html._environment)
+        jinja2.Template.render = clock.timed("HTML", jinja2.Template.render)  # type: ignore[method-assign]
+        clock.push("other")
+        code = cli.main(["report", str(JOB), "--spec", str(SPEC),
+                         "-o", str(Path(folder) / "report.html")])
+        clock.pop()
+    assert code == 0
+    print(json.dumps({p: clock.spent.get(p, 0.0) for p in PHASES}))
+
+
+def _split(repeat: int) -> dict[str, float]:
+    """The phases of the run whose total is the smallest of ``repeat`` fresh processes."""
+    me = str(Path(__file__).resolve())
+    runs = [run_child([me, "--child", "split", "0"]) for _ in range(repeat)]
+    return min(runs, key=lambda r: sum(r.values()))
+
+
 def _wall(argv: list[str], repeat: int) -> float:
     """The best wall time of ``argv`` in a new process over ``repeat`` runs."""
     best = float("inf")
@@ -105,12 +206,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of the example job's report (the best is kept)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="the example job and 1,000 tasks only (a smoke run)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child[0], int(args.child[1]))
+        if args.child[0] == "split":
+            _split_child()
+        else:
+            _child(args.child[0], int(args.child[1]))
         return
-    sizes = [int(x) for x in args.tasks.split(",") if x]
+    sizes = [1000] if args.quick else [int(x) for x in args.tasks.split(",") if x]
     me = str(Path(__file__).resolve())
     rows = []
     bin_dir = Path(sys.executable).parent
@@ -121,6 +227,23 @@ def main() -> None:
     rows.append(row("metrickit report on the example job (960 trials, 6 candidates, 3 plots)",
                     report_s, "metrickit summarize on the same job", summarize_s,
                     note=f"best of {args.repeat}, new process each"))
+    python = [sys.executable, "-c"]
+    start_s = _wall([*python, "pass"], args.repeat)
+    floor_s = _wall([*python, "import numpy, pandas, matplotlib; matplotlib.use('Agg'); "
+                     "import matplotlib.pyplot"], args.repeat)
+    special_s = _wall([*python, "import numpy, scipy.special"], args.repeat)
+    stats_s = _wall([*python, "import numpy, scipy.stats"], args.repeat)
+    split = _split(args.repeat)
+    rows.append(row("  report: interpreter start (python -c pass)", start_s, "", float("nan")))
+    rows.append(row("  report: imports (every module the command loads)", split["imports"],
+                    "import numpy, pandas, matplotlib.pyplot", floor_s - start_s,
+                    note="interpreter start taken out of the baseline"))
+    for phase, what in (("load", "read the job"), ("statistics", "every number"),
+                        ("plots", "3 figures, drawn and PNG-encoded"),
+                        ("HTML", "the template"), ("other", "arguments, spec file, writing")):
+        rows.append(row(f"  report: {phase} ({what})", split[phase], "", float("nan")))
+    rows.append(row("import scipy.special (what metrickit._core.dist needs)", special_s,
+                    "import scipy.stats", stats_s, note="numpy imported in both"))
     smallest = min(sizes) if sizes else 0
     for n in sizes:
         heat = run_child([me, "--child", "heatmap", str(n)])

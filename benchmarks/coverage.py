@@ -31,6 +31,12 @@ Scenarios:
   the paired t test over tasks should reject about 80 % of the time.
 * ``gate``: the regression gate's two errors at alpha 0.05: a regression called on equal
   candidates, and a pass called when the candidate is worse by exactly the margin.
+* ``identical``/``close``: candidates on shared tasks (paired): identical ones all in the
+  best set, the true ranks in their simultaneous rank sets, and P(best) of the leader
+  against how often it is truly best; ``identical`` also on U-shaped task difficulty with
+  difficulty-dependent attempts.
+* ``many``: fourteen candidates spread like a real leaderboard on 24 tasks: the truly
+  best in the best set, and the power to leave the clearly worse ones out.
 """
 
 from __future__ import annotations
@@ -60,11 +66,13 @@ class Row:
     @property
     def verdict(self) -> str:
         """``yes`` (within bounds), ``flagged`` (short, and the output says so), or ``NO``."""
+        if self.nominal != self.nominal:  # NaN: a share shown for information (power)
+            return "info"
         if self.scenario in ("compare_runs", "gate"):
             return "yes" if self.observed <= 0.06 else "NO"
         if self.nominal == 0.0:  # a share that should be rare
             return "yes" if self.observed <= 0.05 else "NO"
-        if self.scenario == "p_best":
+        if self.scenario in ("p_best", "reliability"):
             return "yes" if abs(self.observed - self.nominal) <= 0.05 else "NO"
         if self.scenario == "power":
             return "yes" if abs(self.observed - self.nominal) <= 0.08 else "NO"
@@ -369,9 +377,298 @@ def close(reps: int, seed: int = 14) -> Iterator[Row]:
               "empirical Bayes", float(np.mean(truly)), float(np.mean(shown)), reps, 0.0)
 
 
+def _uneven_table(
+    rng: np.random.Generator, shift: np.ndarray, n_tasks: int, attempts: int = 5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Candidates on shared tasks of very different difficulty (task rates from a
+    Beta(0.6, 0.6), U-shaped: many tasks nearly always or never solved), each candidate's
+    rate on a task shifted by ``shift`` on the logit scale; a trial is kept with
+    probability 0.3 + 0.7 × its task's rate (hard tasks lose attempts: timeouts left out),
+    at least one per task and candidate. Returns the rows and each candidate's true mean
+    over tasks of its task rates."""
+    from scipy.special import expit, logit
+
+    k = shift.size
+    base = np.clip(rng.beta(0.6, 0.6, (n_tasks, 1)), 0.02, 0.98)
+    p = expit(logit(base) + shift[None, :])
+    x = (rng.random((n_tasks, k, attempts)) < p[..., None]).astype(float)
+    keep = rng.random((n_tasks, k, attempts)) < (0.3 + 0.7 * base[..., None])
+    keep[..., 0] = True
+    x = np.where(keep, x, np.nan)
+    groups = np.broadcast_to(np.arange(k)[None, :, None], x.shape).ravel()
+    units = np.broadcast_to(np.arange(n_tasks)[:, None, None], x.shape).ravel()
+    kept = ~np.isnan(x.ravel())
+    return x.ravel()[kept], groups[kept], units[kept], p.mean(axis=0)
+
+
+def identical_uneven(reps: int, seed: int = 15) -> Iterator[Row]:
+    """Ten identical candidates on 24 tasks of U-shaped difficulty with difficulty-dependent
+    attempts (:func:`_uneven_table`): the share of data sets with all ten in the best set."""
+    k = 10
+    names = [f"c{i}" for i in range(k)]
+    all_in = 0
+    for r in range(reps):
+        rng = np.random.default_rng([seed, r])
+        x, groups, units, _ = _uneven_table(rng, np.zeros(k), 24)
+        draws = MeanDraws(groups, k, units, n_draws=1000, seed=r)
+        est = grouped_intervals(groups, k, x, clusters=units).mean
+        ri, _ = best_group(names, est, draws, x)
+        all_in += bool(ri.best_group.all())
+    yield Row("identical", "10 identical, 24 U-shaped tasks, uneven attempts", "permutation",
+              0.95, all_in / reps, reps, 0.0)
+
+
+def many_models(reps: int, seed: int = 16) -> Iterator[Row]:
+    """Fourteen candidates spread like a real leaderboard (otel-bench: means about 0.03 to
+    0.28) on 24 tasks of U-shaped difficulty, uneven attempts (:func:`_uneven_table`): the
+    truly best in the best set (at least 93 %), and the power to leave out the bottom
+    three (their true means are less than half the best's; no nominal level: the share is
+    printed, and should not be near 0)."""
+    k = 14
+    from metrickit.compute.ranking import rank_intervals
+
+    shift = np.linspace(-0.8, -3.5, k)
+    names = [f"c{i}" for i in range(k)]
+    holds = out = out_normal = 0
+    truth = None
+    for r in range(reps):
+        rng = np.random.default_rng([seed, r])
+        x, groups, units, truth = _uneven_table(rng, shift, 24, attempts=3)
+        draws = MeanDraws(groups, k, units, n_draws=1000, seed=r)
+        est = grouped_intervals(groups, k, x, clusters=units).mean
+        ri, _ = best_group(names, est, draws, x)
+        holds += bool(ri.best_group[0])
+        out += bool(not ri.best_group[-3:].any())
+        normal = rank_intervals(est, draws.means(x), df=23, seed=r)  # draws' own set
+        out_normal += bool(not normal.best_group[-3:].any())
+    assert truth is not None
+    yield Row("many", f"14 models ({truth[-1]:.2f}..{truth[0]:.2f}), 24 tasks: best in set",
+              "permutation", 0.95, holds / reps, reps, 0.0)
+    yield Row("many", "  ... power: the bottom three all out of the set", "permutation",
+              float("nan"), out / reps, reps, 0.0)
+    yield Row("many", "  ... the same from normal draws, t-widened", "max-t draws",
+              float("nan"), out_normal / reps, reps, 0.0)
+
+
+# --- P(front) and P(best): per-scenario numbers, and calibration over a spread of truths ---
+
+
+def _front_table(
+    rng: np.random.Generator, acc_shift: np.ndarray, cost_shift: np.ndarray, n_tasks: int,
+    attempts: int, *, uneven: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two objectives on shared tasks: 0/1 accuracy (higher is better) and cost (lower is
+    better). Accuracy: each task's difficulty shifts every candidate alike on the logit
+    scale (normal, sd 1; with ``uneven`` the U-shaped Beta(0.6, 0.6) task rates of
+    :func:`_uneven_table` and hard tasks losing attempts), plus a task x candidate
+    interaction (sd 0.3), and candidate ``c``'s logit shifted by ``acc_shift[c]``. Cost:
+    lognormal per task (the task's log level normal with sd 1, or 1.5 with ``uneven``,
+    shared by every candidate; per trial noise sd 0.5), candidate ``c``'s log cost shifted
+    by ``cost_shift[c]``. A candidate's true mean accuracy (cost) over tasks increases
+    with its shift, so the shifts are the truth: equal shifts are exact twins."""
+    from scipy.special import expit, logit
+
+    k = acc_shift.size
+    if uneven:
+        base = logit(np.clip(rng.beta(0.6, 0.6, (n_tasks, 1)), 0.02, 0.98))
+        sigma = 1.5
+    else:
+        base = 0.4 + rng.normal(0, 1.0, (n_tasks, 1))
+        sigma = 1.0
+    p = expit(base + acc_shift[None, :] + rng.normal(0, 0.3, (n_tasks, k)))
+    acc = (rng.random((n_tasks, k, attempts)) < p[..., None]).astype(float)
+    level = rng.normal(0, sigma, (n_tasks, 1, 1))
+    cost = np.exp(level + cost_shift[None, :, None] + rng.normal(0, 0.5, acc.shape))
+    if uneven:  # hard tasks lose attempts (timeouts left out), at least one kept
+        keep = rng.random(acc.shape) < 0.3 + 0.7 * expit(base)[..., None]
+        keep[..., 0] = True
+        acc = np.where(keep, acc, np.nan)
+        cost = np.where(keep, cost, np.nan)
+    groups = np.broadcast_to(np.arange(k)[None, :, None], acc.shape).ravel()
+    units = np.broadcast_to(np.arange(n_tasks)[:, None, None], acc.shape).ravel()
+    kept = ~np.isnan(acc.ravel())
+    return acc.ravel()[kept], cost.ravel()[kept], groups[kept], units[kept]
+
+
+def _true_front(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Truly on the front: no other candidate at least as accurate and at most as costly,
+    and strictly better in one (twins with identical truth are both on it; a candidate
+    worse by a hair in one objective and no better in the other is off)."""
+    ge = (acc[:, None] >= acc[None, :]) & (cost[:, None] <= cost[None, :])
+    gt = (acc[:, None] > acc[None, :]) | (cost[:, None] < cost[None, :])
+    return ~np.any(ge & gt, axis=0)
+
+
+def _true_best(acc: np.ndarray) -> np.ndarray:
+    """Each candidate's share of being truly best: 1 / (number tied) for the tied best."""
+    top = acc == acc.max()
+    return top / top.sum()
+
+
+def _shown(acc: np.ndarray, cost: np.ndarray, groups: np.ndarray, units: np.ndarray, k: int,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``p_best`` (accuracy) and ``p_front`` (accuracy up, cost down) as metrickit's
+    comparisons and ``candidate_table`` compute them."""
+    from metrickit.compute.ranking import pareto_probability, rank_intervals
+
+    md = MeanDraws(groups, k, units, n_draws=1000, seed=seed)
+    sums, counts = md.unit_sums(acc)
+    ran = counts > 0
+    est_acc = (np.where(ran, sums, 0) / np.where(ran, counts, 1)).sum(0) / ran.sum(0)
+    sums, counts = md.unit_sums(cost)
+    est_cost = (np.where(ran, sums, 0) / np.where(ran, counts, 1)).sum(0) / ran.sum(0)
+    draws = md.joint({"accuracy": acc, "cost_usd": cost})
+    p_front = pareto_probability(draws, maximize=("accuracy",), minimize=("cost_usd",),
+                                 estimate={"accuracy": est_acc, "cost_usd": est_cost})
+    ri = rank_intervals(est_acc, draws["accuracy"], df=md.n_units - 1, seed=seed)
+    return ri.p_best, p_front
+
+
+# Fixed candidates for the per-scenario P(front) cells: (accuracy shift, log-cost shift).
+# twins: 0 and 1 identical; 2 worse than them by a hair in both (truly off the front);
+# 3 and 4 cheaper and less accurate (on it); 5 clearly dominated.
+FRONT_TWINS = (np.array([0.0, 0.0, -0.02, -0.3, -0.6, -1.0]),
+               np.array([0.0, 0.0, 0.02, -0.3, -0.6, 0.5]))
+# close: 0..3 a tight trade-off curve (on the front); 4 and 5 dominated by a little.
+FRONT_CLOSE = (np.array([0.0, -0.05, -0.1, -0.15, -0.08, -0.12]),
+               np.array([0.0, -0.05, -0.1, -0.15, 0.0, -0.04]))
+
+
+def front_scenarios(reps: int, seed: int = 17) -> Iterator[Row]:
+    """P(front) on fixed candidates (:data:`FRONT_TWINS`, :data:`FRONT_CLOSE`) on 30 tasks x
+    3 and 15 tasks x 1: the twins' and the hair-dominated candidate's mean ``p_front``
+    against their truth (1 and 0), the clearly dominated one's, and, pooled over both
+    sets, the share of candidates shown ``p_front < 0.05`` that are truly on the front
+    (at most 0.05). The twins and the hair-dominated candidate look alike in any data, so
+    no rule gives them their truth; the calibration over a spread of truths
+    (:func:`front_reliability`) is what ``p_front`` is made for."""
+    low_total = low_on = 0
+    for n_tasks, attempts in ((30, 3), (15, 1)):
+        for name, (a, c) in (("twins", FRONT_TWINS), ("close", FRONT_CLOSE)):
+            truth = _true_front(a, c)
+            k = a.size
+            shown = np.zeros((reps, k))
+            for r in range(reps):
+                rng = np.random.default_rng([seed, n_tasks, attempts, len(name), r])
+                acc, cost, groups, units = _front_table(rng, a, c, n_tasks, attempts)
+                shown[r] = _shown(acc, cost, groups, units, k, r)[1]
+            low = shown < 0.05
+            low_total += int(low.sum())
+            low_on += int((low & truth).sum())
+            setting = f"{name}, {n_tasks} tasks x {attempts}"
+            if name == "twins":
+                yield Row("p_front", f"{setting}: twins (truth 1)", "empirical Bayes", 1.0,
+                          float(shown[:, :2].mean()), reps, 0.0)
+                yield Row("p_front", "  ... dominated by a hair (truth 0)", "empirical Bayes",
+                          0.0, float(shown[:, 2].mean()), reps, 0.0)
+                yield Row("p_front", "  ... clearly dominated (truth 0)", "empirical Bayes",
+                          0.0, float(shown[:, 5].mean()), reps, 0.0)
+            else:
+                yield Row("p_front", f"{setting}: on the front (truth 1)", "empirical Bayes",
+                          1.0, float(shown[:, truth].mean()), reps, 0.0)
+                yield Row("p_front", "  ... dominated by a little (truth 0)",
+                          "empirical Bayes", 0.0, float(shown[:, ~truth].mean()), reps, 0.0)
+    yield Row("p_front", f"shown < 0.05 but truly on the front ({low_total} shown)",
+              "empirical Bayes", 0.0, low_on / max(low_total, 1), reps, 0.0)
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Shown probabilities against the truth over many data sets, for :func:`bins`."""
+
+    shown: np.ndarray  # every candidate of every data set
+    truth: np.ndarray  # its truth: 0/1, or its share of a tie for best
+    dataset: np.ndarray  # the data set it came from (for the bins' standard errors)
+
+
+BIN_EDGES = np.array([0.0, 0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.98, 1.0])
+
+
+def bins(rel: Reliability, edges: np.ndarray = BIN_EDGES
+         ) -> list[tuple[float, float, float, float, int]]:
+    """Per bin of the shown probability (the last bin holds 1.0): ``(low, high, mean
+    shown, share true, count)``."""
+    where = np.clip(np.searchsorted(edges, rel.shown, side="right") - 1, 0, edges.size - 2)
+    out = []
+    for b in range(edges.size - 1):
+        inside = where == b
+        if inside.any():
+            out.append((float(edges[b]), float(edges[b + 1]), float(rel.shown[inside].mean()),
+                        float(rel.truth[inside].mean()), int(inside.sum())))
+    return out
+
+
+def _random_truth(rng: np.random.Generator, k: int, held_out: bool) -> np.ndarray:
+    """One objective's candidate shifts. Tuning: spread ``tau ~ U(0, 1)`` on the link
+    scale, normal shifts. Held out: with probability 0.25 all identical, else log-uniform
+    ``tau`` in [0.03, 2] with the candidates falling in 1..k distinct configurations
+    (reruns of one configuration are exact twins)."""
+    if not held_out:
+        return rng.uniform(0, 1.0) * rng.standard_normal(k)
+    if rng.random() < 0.25:
+        return np.zeros(k)
+    tau = float(np.exp(rng.uniform(np.log(0.03), np.log(2.0))))
+    configs = tau * rng.standard_normal(k)
+    distinct = int(rng.integers(1, k + 1))
+    return configs[rng.integers(0, distinct, k)] if distinct < k else configs
+
+
+def reliability(reps: int, *, held_out: bool, seed: int = 18
+                ) -> tuple[Reliability, Reliability]:
+    """``p_best`` and ``p_front`` on ``reps`` data sets whose truth is drawn from a spread of
+    configurations (identical through well separated, :func:`_random_truth`). Tuning
+    design: 3-8 candidates, 10/20/40 tasks x 1/3, normal task difficulty. Held out (a
+    generator the model was not tuned on): 2-10 candidates, 8/15/30/60 tasks x 1/2/5,
+    U-shaped difficulty with hard tasks losing attempts, costs with log sd 1.5."""
+    best: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    front: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for r in range(reps):
+        rng = np.random.default_rng([seed, int(held_out), r])
+        if held_out:
+            k = int(rng.integers(2, 11))
+            n_tasks = int(rng.choice([8, 15, 30, 60]))
+            attempts = int(rng.choice([1, 2, 5]))
+        else:
+            k = int(rng.integers(3, 9))
+            n_tasks = int(rng.choice([10, 20, 40]))
+            attempts = int(rng.choice([1, 3]))
+        a = _random_truth(rng, k, held_out)
+        c = _random_truth(rng, k, held_out)
+        acc, cost, groups, units = _front_table(rng, a, c, n_tasks, attempts, uneven=held_out)
+        p_best, p_front = _shown(acc, cost, groups, units, k, r)
+        ids = np.full(k, r)
+        best.append((p_best, _true_best(a), ids))
+        front.append((p_front, _true_front(a, c).astype(float), ids))
+
+    def stack(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Reliability:
+        return Reliability(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
+
+    return stack(best), stack(front)
+
+
+def _reliability_rows(name: str, rel: Reliability, reps: int, setting: str) -> Iterator[Row]:
+    for low, high, shown, true, n in bins(rel):
+        if n >= 200:  # a well-filled bin: Monte-Carlo error about 0.03 or less
+            yield Row("reliability", f"{name} {setting} [{low:.2f}, {high:.2f}) n={n}",
+                      "empirical Bayes", shown, true, reps, 0.0)
+
+
+def p_reliability(reps: int, seed: int = 18) -> Iterator[Row]:
+    """Calibration as a forecaster means it (:func:`reliability`): in each well-filled bin
+    of the shown ``p_best`` / ``p_front``, the share truly best (on the front) is within
+    0.05 of the bin's mean shown probability; the tuning design and a held-out one."""
+    for held_out in (False, True):
+        setting = "held-out" if held_out else "tuning"
+        best_rel, front_rel = reliability(reps, held_out=held_out, seed=seed)
+        yield from _reliability_rows("p_best", best_rel, reps, setting)
+        yield from _reliability_rows("p_front", front_rel, reps, setting)
+
+
 SCENARIOS = (bernoulli, tasks, tasks_continuous, lognormal, compare_runs_null, ties, best,
-             power, gate, unequal_attempts, skewed_costs, identical, close)
-SLOW = ("ties", "best", "identical", "close")
+             power, gate, unequal_attempts, skewed_costs, identical, close, identical_uneven,
+             many_models, front_scenarios, p_reliability)
+SLOW = ("ties", "best", "identical", "close", "identical_uneven", "many_models",
+        "front_scenarios", "p_reliability")
 
 
 def run(reps: int) -> list[Row]:

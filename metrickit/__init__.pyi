@@ -23,6 +23,11 @@ from metrickit._core.frame import (
 from metrickit.compute.aggregate import (
     aggregate as aggregate,
 )
+from metrickit.compute.agreement import (
+    Agreement as Agreement,
+    agreement as agreement,
+    fleiss_kappa as fleiss_kappa,
+)
 from metrickit.compute.jobs import (
     job_metrics as job_metrics,
     summarize_job as summarize_job,
@@ -55,6 +60,7 @@ from metrickit.io.harbor import (
 from metrickit.compute.metrics import (
     Comparison as Comparison,
     Metric as Metric,
+    StatedInterval as StatedInterval,
     compare_metrics as compare_metrics,
     filled_count as filled_count,
     harbor_metric as harbor_metric,
@@ -62,6 +68,11 @@ from metrickit.compute.metrics import (
     pass_rate as pass_rate,
     quantile as quantile,
     weighted as weighted,
+)
+from metrickit.compute.groups import (
+    WinRate as WinRate,
+    macro_mean as macro_mean,
+    win_rate as win_rate,
 )
 from metrickit.compute.gate import (
     GateResult as GateResult,
@@ -108,9 +119,7 @@ from metrickit.scoring.feedback import (
     feedback_report as feedback_report,
 )
 from metrickit.scoring.judges import (
-    Agreement as Agreement,
     JudgeRepeatability as JudgeRepeatability,
-    agreement as agreement,
     judge_repeatability as judge_repeatability,
 )
 from metrickit.scoring.scorers import (
@@ -142,6 +151,14 @@ from metrickit.compute.stats import (
     min_detectable_difference as min_detectable_difference,
     paired_difference as paired_difference,
     tasks_needed as tasks_needed,
+)
+from metrickit.compute.power import (
+    PilotVariance as PilotVariance,
+    pilot_variance as pilot_variance,
+)
+from metrickit.compute.intervals import (
+    quantile_ci as quantile_ci,
+    sum_ci as sum_ci,
 )
 
 __version__: str

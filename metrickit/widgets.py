@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.display import short_names
 from metrickit._core.frame import Policy
 from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
@@ -30,7 +31,7 @@ from metrickit.reporting import plots
 from metrickit.reporting.plots import grouped_mean_se
 from metrickit.scoring.spec import PARTS, SHAPES, RewardSpec
 
-__all__ = ["SpecTuner", "tune_spec"]
+__all__ = ["SpecTuner", "TrialBrowser", "browse", "tune_spec"]
 
 DEFAULT_SPEC: dict[str, Any] = {
     "weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
@@ -44,6 +45,17 @@ DEFAULT_SPEC: dict[str, Any] = {
 _MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
 _CONTROL_STYLE = {"description_width": "190px"}
 _CONTROL_WIDTH = "460px"
+# The tuner's layout: the controls keep their width (sliders and readouts whole) and the
+# verdict with its table takes what is left of the row, or the whole next row when under
+# 480 px are left (a ~900-px output area beside the file browser); nothing is wider than
+# the output area.
+_CONTROLS_LAYOUT = {"flex": "0 0 auto", "width": "480px", "min_width": "480px"}
+_RESULT_LAYOUT = {"flex": "1 1 480px", "min_width": "480px", "max_width": "100%"}
+_TABLE_LAYOUT = {"max_width": "100%", "overflow": "auto hidden"}
+_TOP_LAYOUT = {"display": "flex", "flex_flow": "row wrap", "align_items": "flex-start",
+               "width": "100%", "max_width": "100%"}
+_IMAGE_LAYOUT = {"width": "auto", "max_width": "100%", "height": "auto", "margin": "0",
+                 "object_fit": "contain"}
 
 
 def _require_widgets() -> Any:
@@ -296,13 +308,33 @@ def _literal(spec: Mapping[str, Any], notes: Mapping[str, str], problem: str | N
 _FAST_MS = 30.0
 
 
-class _Debouncer:
-    """Run ``fn`` once the value stops changing for ``wait`` seconds, unless it is fast.
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running this callback (a Jupyter kernel's), or None (a script)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return None
+        return loop if loop.is_running() else None
 
-    ``fn`` runs at once when ``wait == 0``, outside a running event loop (scripts, tests),
-    or when ``cost()`` (what its last run took, in ms) is below ``fast_ms``: then the
-    debounce would only add delay. Otherwise, inside a running event loop (a Jupyter
-    kernel), calls are coalesced with ``loop.call_later``.
+
+#: seconds the texts (verdict, table, literal) wait after the plot in a kernel: the page
+#: decodes the new image before it lays out a new table, and a drag renders the texts once
+_TEXT_DELAY = 0.05
+
+
+class _Debouncer:
+    """Run ``fn`` at once on the first event of a burst, then once more when the burst stops.
+
+    An event that comes after ``wait`` seconds of quiet runs ``fn`` at once (a key press
+    or the start of a drag gets its new plot without waiting). Events that come within
+    ``wait`` of the last run are coalesced: ``fn`` runs once, ``wait`` seconds after the
+    last of them, with the controls' latest values (a drag does not queue an update per
+    event). ``fn`` runs at once on every event when ``wait == 0``, outside a running event
+    loop (scripts, tests), or when ``cost()`` (what its last run took, in ms) is below
+    ``fast_ms``: then it keeps up with the events and waiting would only add delay.
     """
 
     def __init__(
@@ -314,9 +346,13 @@ class _Debouncer:
         self.cost = cost
         self.fast_ms = fast_ms
         self._handle: asyncio.TimerHandle | None = None
+        self._last = -math.inf  # time.monotonic() when the last run ended
 
     def _run(self) -> None:
-        self.fn()
+        try:
+            self.fn()
+        finally:
+            self._last = time.monotonic()
 
     def __call__(self) -> None:
         if self.wait <= 0 or self.cost() < self.fast_ms:
@@ -325,19 +361,15 @@ class _Debouncer:
                 self._handle = None
             self._run()
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            try:
-                loop = asyncio.get_event_loop_policy().get_event_loop()
-            except RuntimeError:
-                loop = None
-            if loop is None or not loop.is_running():
-                self._run()
-                return
+        loop = _running_loop()
+        if loop is None:
+            self._run()
+            return
+        if self._handle is None and time.monotonic() - self._last >= self.wait:
+            self._run()  # the first event after a quiet spell: no waiting
+            return
         if self._handle is not None:
             self._handle.cancel()
-        assert loop is not None
         self._handle = loop.call_later(self.wait, self._fire)
 
     def _fire(self) -> None:
@@ -390,7 +422,11 @@ class SpecTuner:
         self._name_regions: list[Any] = []
         self._title_regions: dict[str, Any] = {}
         self._part_cache: dict[tuple[Any, ...], np.ndarray] = {}
+        self._text_handle: asyncio.TimerHandle | None = None
+        self._pending_text: tuple[RewardSpec, Any] | None = None
         self._ipympl = _uses_ipympl()
+        # the table has room for longer names than the plot's ticks: only shared parts go
+        self._table_names = short_names(list(self.groups))
         self._build_controls(start)
         self._build_layout()
         self._schedule = _Debouncer(
@@ -461,6 +497,9 @@ class SpecTuner:
                 self.acc_is_error, self.acc_ref, self.shape]
 
     def _build_layout(self) -> None:
+        """Controls and the verdict with its table side by side when there is room, one
+        above the other when not (the row wraps: a 1,000-px notebook beside JupyterLab's
+        file browser); the plot image scales down to the width it is given."""
         widgets = _require_widgets()
         controls = widgets.VBox(
             [
@@ -477,15 +516,23 @@ class SpecTuner:
                 self.acc_ref,
                 self.shape,
             ],
-            layout={"width": "480px"},
+            layout=widgets.Layout(**_CONTROLS_LAYOUT),
         )
+        self.table.layout = widgets.Layout(**_TABLE_LAYOUT)
+        self.message.layout = widgets.Layout(max_width="100%")
+        result = widgets.VBox([self.message, self.table], layout=widgets.Layout(**_RESULT_LAYOUT))
+        self._image.layout = widgets.Layout(**_IMAGE_LAYOUT)
+        self.plot.layout = widgets.Layout(max_width="100%", margin="0")
+        self.literal.layout = widgets.Layout(max_width="100%", overflow="auto hidden")
+        self.top = widgets.Box([controls, result], layout=widgets.Layout(**_TOP_LAYOUT))
         self.widget = widgets.VBox(
             [
-                widgets.HBox([controls, widgets.VBox([self.message, self.table])]),
+                self.top,
                 self.plot,
                 widgets.HTML("<b>REWARD_SPEC</b> (paste into metric.py)"),
                 self.literal,
-            ]
+            ],
+            layout=widgets.Layout(width="100%", max_width="100%"),
         )
         self.widget.add_class("metrickit-tuner")
 
@@ -527,10 +574,13 @@ class SpecTuner:
     def update(self) -> None:
         """Recompute scores and ranking from the controls, then redraw. Never raises.
 
-        The plot goes out first (what the eye follows while dragging), then the texts.
+        The plot goes out first (what the eye follows while dragging), then the texts: in a
+        kernel they follow ``_TEXT_DELAY`` seconds later, once per burst of updates (the
+        page shows the new image before it lays out a new table); in a script at once.
         ``timings`` holds ``recompute_ms`` (scores and ranking), ``draw_ms`` (the new
-        image), ``text_ms`` (verdict, table, literal) and ``update_ms`` (their sum, without
-        building a figure anew: what the next slider event costs).
+        image), ``text_ms`` (verdict, table, literal: the last time they were rendered)
+        and ``update_ms`` (what the next slider event costs: recompute and draw, and the
+        texts when they are not deferred; never building a figure anew).
         """
         t0 = time.perf_counter()
         controls = self._controls_spec()
@@ -546,11 +596,32 @@ class SpecTuner:
         t1 = time.perf_counter()
         built = self._draw(self.ranking)
         t2 = time.perf_counter()
-        self._render_text(spec, self.ranking)
+        text_ms = self.timings.get("text_ms", 0.0)
+        self._pending_text = (spec, self.ranking)
+        loop = _running_loop() if self._schedule.wait > 0 else None
+        if self._text_handle is not None:
+            self._text_handle.cancel()
+            self._text_handle = None
+        if loop is None:
+            self._flush_text()
+            text_ms = self.timings["text_ms"]
+        else:
+            self._text_handle = loop.call_later(_TEXT_DELAY, self._flush_text)
         t3 = time.perf_counter()
         self.timings = {"recompute_ms": (t1 - t0) * 1000, "draw_ms": (t2 - t1) * 1000,
-                        "text_ms": (t3 - t2) * 1000, "build_ms": built * 1000}
+                        "text_ms": text_ms, "build_ms": built * 1000}
         self.timings["update_ms"] = (t3 - t0 - built) * 1000
+
+    def _flush_text(self) -> None:
+        """Render the texts of the last update (see :meth:`update`)."""
+        self._text_handle = None
+        if self._pending_text is None:
+            return
+        spec, table = self._pending_text
+        self._pending_text = None
+        start = time.perf_counter()
+        self._render_text(spec, table)
+        self.timings["text_ms"] = (time.perf_counter() - start) * 1000
 
     def _scores(self, spec: RewardSpec) -> dict[str, np.ndarray]:
         """:meth:`RewardSpec.score_arrays` of the cases, with each part's scores computed
@@ -582,7 +653,7 @@ class SpecTuner:
         d = self.data
         reward = scores["reward"]
         gi = grouped_intervals(d.codes, len(d.groups), reward, clusters=d.units)
-        ri, _ = best_group(d.groups, gi.mean, d.draws, reward)
+        ri, _ = best_group(d.groups, gi.mean, d.draws, reward, pairs=False)
         table = pd.DataFrame(
             {
                 self.by: d.groups,
@@ -607,6 +678,10 @@ class SpecTuner:
 
     def _show_problem(self, controls: Mapping[str, Any], exc: MetrickitError) -> None:
         """Invalid controls: every part of the view says so, with the sliders' values."""
+        if self._text_handle is not None:  # the last valid ranking's texts: not any more
+            self._text_handle.cancel()
+            self._text_handle = None
+        self._pending_text = None
         self._error = str(exc)
         problems = getattr(exc, "problems", ()) or (str(exc),)
         self.message.value = (
@@ -632,7 +707,9 @@ class SpecTuner:
             note = f" ({self._notes[part]})" if part in self._notes else ""
             refs.append(f"{part}: {_num(value)} {unit} = {_human(value, unit)}{note}")
         self.references.value = "<small>" + html.escape("; ".join(refs)) + "</small>"
-        self.message.value = f"<b>{html.escape(self.verdict)}</b>" + (
+        best = table.loc[table["best_group"], "_slot"].to_numpy()
+        verdict = self._verdict([self._table_names[i] for i in best])  # the table's names
+        self.message.value = f"<b>{html.escape(verdict)}</b>" + (
             f"<br><small>{html.escape(self.data.note)}</small>" if self.data.note else "")
         shown = table.head(15)[
             [
@@ -648,6 +725,10 @@ class SpecTuner:
                 *[c for c in ("latency_ms", "cost_usd") if c in table],
             ]
         ]
+        # the short names (shared parts dropped, the model kept): the table fits the row
+        # (by slot, not by label: True and 1 are two candidates but one dict key)
+        slots = table.head(15)["_slot"].to_numpy()
+        shown = shown.assign(**{self.by: [self._table_names[i] for i in slots]})
         self.table.value = shown.to_html(
             index=False, float_format=lambda v: f"{v:.4g}", classes="metrickit-ranking", border=0
         )
@@ -664,7 +745,9 @@ class SpecTuner:
     @property
     def verdict(self) -> str:
         """``"best: a (95 %)"`` or ``"tied: a, b"``: what the current spec ranks first."""
-        tied = self.tied
+        return self._verdict(self.tied)
+
+    def _verdict(self, tied: list[str]) -> str:
         if len(tied) == 1:
             mean = self.ranking.iloc[0]["reward"]
             return f"best: {tied[0]} (best at 95 %, mean reward {mean:.3f})"
@@ -986,3 +1069,471 @@ def tune_spec(
         frame, spec, by=by, accuracy=accuracy, latency=latency, cost=cost, cluster=cluster,
         policy=policy, debounce_ms=debounce_ms,
     )
+
+
+# -- the case browser ------------------------------------------------------------------------
+
+#: characters of one file or message shown (the rest is cut, and the cut is said)
+BROWSE_CHARS = 20_000
+#: files of one trial folder shown at most
+_BROWSE_FILES = 16
+_BROWSE_CACHE = 64
+_TEXT_SUFFIXES = {"", ".txt", ".log", ".json", ".jsonl", ".md", ".out", ".err", ".yaml",
+                  ".yml", ".toml", ".py", ".sh", ".diff", ".patch", ".pane", ".cast", ".csv"}
+_BROWSE_CSS = (
+    "<style>.mk-browse{font-size:13px;max-width:100%}.mk-browse pre{white-space:pre-wrap;"
+    "overflow-wrap:anywhere;max-height:28em;overflow:auto;background:#f6f6f6;padding:6px;"
+    "margin:2px 0}.mk-browse .mk-sides{display:flex;gap:12px;flex-wrap:wrap}"
+    ".mk-browse .mk-side{flex:1 1 420px;min-width:0}.mk-browse table{border-collapse:collapse}"
+    ".mk-browse td,.mk-browse th{padding:1px 8px 1px 0;text-align:left;vertical-align:top}"
+    ".mk-browse .mk-add{color:#1a7f37}.mk-browse .mk-del{color:#cf222e}"
+    ".mk-browse .mk-na{color:#888}</style>"
+)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return html.escape(text)
+    return (html.escape(text[:limit])
+            + f"\n… (cut at {limit:,} of {len(text):,} characters)")
+
+
+def _read_text(path: Any, limit: int) -> str:
+    with open(path, "rb") as f:
+        raw = f.read(limit * 4 + 1)
+    text = raw.decode("utf-8", errors="replace")
+    return text
+
+
+class _Sources:
+    """What a trial's source recorded beyond its row, read on demand and cached."""
+
+    def __init__(self, limit: int) -> None:
+        import functools
+
+        self.limit = limit
+        self.details = functools.lru_cache(maxsize=_BROWSE_CACHE)(self._details)
+        self.reads = 0  # trials whose files were read (the browser reads only those shown)
+
+    def _details(self, fmt: str, trial_dir: str, task: str, attempt: int,
+                 trial_name: str) -> dict[str, Any]:
+        from pathlib import Path
+
+        self.reads += 1
+        if fmt == "inspect":
+            return self._inspect(trial_dir, task, attempt, trial_name)
+        folder = Path(trial_dir)
+        if trial_dir and folder.is_dir():
+            return self._folder(folder)
+        return {"files": [], "messages": [], "output": None, "feedback": None,
+                "where": trial_dir}
+
+    def _folder(self, folder: Any) -> dict[str, Any]:
+        files = []
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(folder).as_posix()
+            if path.suffix.lower() not in _TEXT_SUFFIXES:
+                files.append((rel, path.stat().st_size, None))
+                continue
+            files.append((rel, path.stat().st_size, path))
+        # what explains a result first: the exception, the verifier, the agent, the rest
+        def order(item: tuple[str, int, Any]) -> tuple[int, str]:
+            rel = item[0]
+            rank = (0 if rel == "exception.txt" else 1 if rel.startswith("verifier/")
+                    else 2 if rel.startswith("agent/") else 3)
+            return rank, rel
+
+        files.sort(key=order)
+        shown = []
+        for rel, size, path in files[:_BROWSE_FILES]:
+            text = None if path is None else _read_text(path, self.limit)
+            shown.append((rel, size, text))
+        output = next((text for rel, _, text in shown
+                       if rel in ("verifier/test-stdout.txt", "verifier/stdout.txt")
+                       and text is not None), None)
+        return {"files": shown, "more_files": max(0, len(files) - _BROWSE_FILES),
+                "messages": [], "output": output,
+                "output_label": "verifier output" if output is not None else None,
+                "feedback": None, "where": str(folder)}
+
+    def _inspect(self, file: str, task: str, attempt: int, uuid: str) -> dict[str, Any]:
+        try:
+            import inspect_ai.log as log
+        except ImportError:
+            raise ImportError(
+                "browsing an Inspect AI log needs Inspect AI: pip install "
+                "'metrickit[inspect]' (inspect-ai)"
+            ) from None
+        sample = log.read_eval_log_sample(file, id=task, epoch=attempt, uuid=uuid or None)
+        messages = [(m.role, m.text or "") for m in sample.messages or []]
+        feedback = []
+        for name, score in (sample.scores or {}).items():
+            parts = [f"{name}: {score.value!r}"]
+            if score.answer is not None:
+                parts.append(f"answer {score.answer!r}")
+            if score.explanation:
+                parts.append(str(score.explanation))
+            feedback.append(" · ".join(parts))
+        output = sample.output.completion if sample.output is not None else None
+        return {"files": [], "messages": messages, "output": output, "output_label": "output",
+                "feedback": "\n".join(feedback) or None, "where": file,
+                "metadata": sample.metadata or None}
+
+
+class TrialBrowser:
+    """Pages through trials and shows what their source recorded (:func:`browse`).
+
+    ``pages`` lists what each page shows (one trial, or one task of a compared pair);
+    :meth:`next`, :meth:`prev` and :meth:`go` move; :attr:`html` is the current page;
+    :attr:`widget` the ipywidgets box (buttons, position, page). A trial's files (a Harbor
+    trial's agent and verifier files, an Inspect sample's messages) are read only when
+    its page is shown.
+    """
+
+    def __init__(self, df: Any, pages: list[tuple[Any, Any, str]], *, by: str,
+                 keys: list[str], labels: tuple[Any, Any] | None, title: str,
+                 limit: int) -> None:
+        self.frame = df
+        self.pages = pages
+        self.by = by
+        self.keys = keys
+        self.labels = labels
+        self.title = title
+        self.sources = _Sources(limit)
+        self.limit = limit
+        self.position = 0
+        self._widget: Any = None
+        self.html = self._render() if pages else self._empty()
+
+    # -- moving --------------------------------------------------------------------------
+    def go(self, position: int) -> str:
+        """Show page ``position`` (0-based, clipped to the pages); return its HTML."""
+        if self.pages:
+            self.position = max(0, min(int(position), len(self.pages) - 1))
+            self.html = self._render()
+        self._sync()
+        return self.html
+
+    def next(self) -> str:
+        return self.go(self.position + 1)
+
+    def prev(self) -> str:
+        return self.go(self.position - 1)
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    # -- widgets -------------------------------------------------------------------------
+    @property
+    def widget(self) -> Any:
+        if self._widget is None:
+            self._widget = self._build()
+        return self._widget
+
+    def _build(self) -> Any:
+        w = _require_widgets()
+        self.prev_button = w.Button(description="◀ prev", layout=w.Layout(width="90px"))
+        self.next_button = w.Button(description="next ▶", layout=w.Layout(width="90px"))
+        self.at = w.BoundedIntText(value=self.position + 1, min=1, max=max(1, len(self.pages)),
+                                   layout=w.Layout(width="90px"))
+        self.count = w.HTML(f"of {len(self.pages):,} · {html.escape(self.title)}")
+        self.page = w.HTML(self.html, layout=w.Layout(width="100%"))
+        self.prev_button.on_click(lambda _: self.prev())
+        self.next_button.on_click(lambda _: self.next())
+        self.at.observe(lambda change: self.go(change["new"] - 1)
+                        if change["new"] - 1 != self.position else None, names="value")
+        bar = w.HBox([self.prev_button, self.at, self.count, self.next_button],
+                     layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        return w.VBox([bar, self.page], layout=w.Layout(width="100%"))
+
+    def _sync(self) -> None:
+        if self._widget is None:
+            return
+        self.page.value = self.html
+        if self.at.value != self.position + 1:
+            self.at.value = self.position + 1
+        self.prev_button.disabled = self.position == 0
+        self.next_button.disabled = self.position >= len(self.pages) - 1
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    # -- rendering -----------------------------------------------------------------------
+    def _empty(self) -> str:
+        return (f"{_BROWSE_CSS}<div class='mk-browse'><b>{html.escape(self.title)}</b>: "
+                "nothing to show</div>")
+
+    def _render(self) -> str:
+        rows_a, rows_b, heading = self.pages[self.position]
+        heading = heading or _heading(self.frame, int(rows_a[0]), self.by)
+        head = (f"<div><b>{html.escape(heading)}</b> "
+                f"<span class='mk-na'>({self.position + 1:,} of {len(self.pages):,}: "
+                f"{html.escape(self.title)})</span></div>")
+        if rows_b is None:
+            body = "".join(self._trial(int(i)) for i in rows_a)
+            return f"{_BROWSE_CSS}<div class='mk-browse'>{head}{body}</div>"
+        assert self.labels is not None
+        sides = []
+        outputs = []
+        for label, rows in zip(self.labels, (rows_a, rows_b), strict=True):
+            inner = "".join(self._trial(int(i)) for i in rows) or (
+                "<p class='mk-na'>no trial of this task</p>")
+            sides.append(f"<div class='mk-side'><h4>{html.escape(str(label))}</h4>{inner}</div>")
+            first = next((d for d in (self._details(int(i)) for i in rows)
+                          if d.get("output") is not None), None)
+            outputs.append(first)
+        diff = self._diff(*outputs)
+        return (f"{_BROWSE_CSS}<div class='mk-browse'>{head}"
+                f"<div class='mk-sides'>{''.join(sides)}</div>{diff}</div>")
+
+    def _details(self, i: int) -> dict[str, Any]:
+        row = self.frame.iloc[i]
+        output = row.get("output") if "output" in self.frame.columns else None
+        fmt = str(row.get("format") or "")
+        trial_dir = row.get("trial_dir")
+        attempt = row.get("attempt")
+        found = self.sources.details(
+            fmt, "" if _missing(trial_dir) else str(trial_dir), str(row.get("task_name")),
+            1 if _missing(attempt) else int(attempt),
+            "" if _missing(row.get("trial_name")) else str(row.get("trial_name")))
+        if not _missing(output):
+            found = {**found, "output": str(output), "output_label": "output"}
+        return found
+
+    def _trial(self, i: int) -> str:
+        row = self.frame.iloc[i]
+        try:
+            found = self._details(i)
+            problem = ""
+        except Exception as exc:  # a file the source lost must not stop the browser
+            found = {"files": [], "messages": [], "output": None, "feedback": None}
+            problem = (f"<p class='mk-del'>could not read this trial's source: "
+                       f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>")
+        parts = [f"<hr><div><b>{html.escape(str(row.get(self.by)))}</b> · task "
+                 f"<b>{html.escape(str(row.get('task_name')))}</b> · attempt "
+                 f"{html.escape(str(row.get('attempt')))} · status "
+                 f"{html.escape(str(row.get('_status')))} · run "
+                 f"{html.escape(str(row.get('run')))}</div>", problem]
+        cells = []
+        for key in self.keys:
+            v = row.get(key)
+            cells.append(f"<td>{html.escape(key)}</td><td>"
+                         + ("<span class='mk-na'>NA (not in this evaluation)</span>"
+                            if _missing(v) else html.escape(f"{float(v):g}")) + "</td>")
+        measured = []
+        for column, unit in (("total_ms", "ms"), ("cost_usd", "usd"),
+                             ("n_input_tokens", "input tokens"),
+                             ("n_output_tokens", "output tokens")):
+            v = row.get(column)
+            if not _missing(v):
+                measured.append(_human(float(v), unit) if unit in ("ms", "usd")
+                                else f"{int(v):,} {unit}")
+        parts.append("<table><tr>" + "</tr><tr>".join(cells) + "</tr></table>")
+        if measured:
+            parts.append(f"<div class='mk-na'>{html.escape(' · '.join(measured))}</div>")
+        if not _missing(row.get("exception_type")):
+            parts.append(f"<div><b>exception</b> {html.escape(str(row['exception_type']))}"
+                         f"<pre>{_cut(str(row.get('exception_message') or ''), self.limit)}"
+                         "</pre></div>")
+        feedback = row.get("feedback") if "feedback" in self.frame.columns else None
+        feedback = found.get("feedback") if _missing(feedback) else str(feedback)
+        if feedback:
+            parts.append(f"<div><b>feedback</b><pre>{_cut(feedback, self.limit)}</pre></div>")
+        if found.get("output") is not None:
+            parts.append(f"<div><b>{html.escape(found.get('output_label') or 'output')}</b>"
+                         f"<pre>{_cut(found['output'], self.limit)}</pre></div>")
+        if found.get("messages"):
+            shown = "".join(
+                f"<div><b>{html.escape(role)}</b><pre>{_cut(text, self.limit)}</pre></div>"
+                for role, text in found["messages"])
+            parts.append(f"<details><summary>transcript ({len(found['messages'])} messages)"
+                         f"</summary>{shown}</details>")
+        for rel, size, text in found.get("files", []):
+            content = ("<p class='mk-na'>(not text)</p>" if text is None
+                       else f"<pre>{_cut(text, self.limit)}</pre>")
+            parts.append(f"<details><summary>{html.escape(rel)} ({size:,} bytes)</summary>"
+                         f"{content}</details>")
+        if found.get("more_files"):
+            parts.append(f"<div class='mk-na'>… and {found['more_files']:,} more file(s) in "
+                         f"{html.escape(str(found.get('where')))}</div>")
+        elif found.get("where") and not found.get("files") and not found.get("messages"):
+            parts.append(f"<div class='mk-na'>source: {html.escape(str(found['where']))}</div>")
+        return "".join(parts)
+
+    def _diff(self, a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
+        import difflib
+
+        if a is None or b is None:
+            return ("<p class='mk-na'>no text diff: " + ("neither side" if a is None and b is None
+                    else "one side") + " recorded an output</p>")
+        label = a.get("output_label") or "output"
+        lines = list(difflib.unified_diff(
+            a["output"].splitlines(), b["output"].splitlines(),
+            fromfile=str(self.labels[0]) if self.labels else "a",
+            tofile=str(self.labels[1]) if self.labels else "b", lineterm="", n=2))
+        if not lines:
+            return f"<p><b>diff of the {html.escape(label)}s</b>: identical</p>"
+        shown = []
+        for line in lines[: self.limit // 40]:
+            css = ("mk-add" if line.startswith("+") and not line.startswith("+++")
+                   else "mk-del" if line.startswith("-") and not line.startswith("---") else "")
+            shown.append(f"<span class='{css}'>{html.escape(line)}</span>" if css
+                         else html.escape(line))
+        return (f"<div><b>diff of the {html.escape(label)}s</b> (first attempt of each)"
+                f"<pre>{chr(10).join(shown)}</pre></div>")
+
+
+def _missing(value: Any) -> bool:
+    from metrickit._core.values import is_null
+
+    return is_null(value)
+
+
+def browse(
+    trials: Any,
+    *,
+    show: str = "all",
+    compare: Any = None,
+    cell: tuple[Any, Any] | None = None,
+    by: str = "candidate",
+    value: str | None = None,
+    threshold: float = 0.5,
+    flips_only: bool = True,
+    max_chars: int = BROWSE_CHARS,
+) -> TrialBrowser:
+    """Page through trials and see what their source recorded.
+
+    For each trial: its rewards (NA where its evaluation has no such key), exception,
+    time, cost and tokens, feedback and output (a ``feedback``/``output`` column of the
+    table; an Inspect sample's score explanations and completion), and its transcript or
+    log: an Inspect sample's messages, a Harbor (or Terminal-Bench) trial folder's files
+    (the exception, the verifier's files, the agent's files, then the rest), each cut at
+    ``max_chars`` characters. Those are read only when a trial's page is shown (at most
+    64 trials are kept), so browsing 10,000 trials costs what the pages shown cost.
+
+    Parameters
+    ----------
+    trials
+        A trial table from any metrickit reader.
+    show
+        ``"all"`` (default: every trial, in table order) or ``"failures"`` (finished trials
+        with an exception, without a valid reward, or with ``value`` below ``threshold``).
+    compare
+        A :class:`metrickit.RunComparison` (``mk.compare_runs(trials, a, b)``): one page per
+        task that flips (one side passes, the other fails; ``flips_only=False``: every
+        paired task), the two candidates' trials side by side and a diff of their outputs
+        (of the first attempt of each that recorded one; a Harbor trial's verifier output).
+    cell
+        ``(task, candidate)``: the trials of one heatmap cell
+        (:func:`metrickit.plots.task_heatmap`).
+    by, value, threshold
+        The candidate column; the reward that decides a failure (default the table's only
+        reward key) and the pass mark (the one :func:`metrickit.compare_runs` uses).
+    max_chars
+        Characters of one file, message or output shown.
+
+    Returns
+    -------
+    TrialBrowser
+        Displays as the pager in Jupyter; ``.next()``, ``.prev()``, ``.go(i)``, ``.html``,
+        ``.pages``.
+
+    Raises
+    ------
+    MetrickitError
+        An unknown ``show``, a ``by`` that is not a column, a ``cell`` with no trial.
+
+    Examples
+    --------
+    >>> import metrickit as mk
+    >>> trials = mk.examples.load("harbor_jobs")                       # doctest: +SKIP
+    >>> mk.widgets.browse(trials, show="failures")                     # doctest: +SKIP
+    >>> runs = mk.compare_runs(trials, "terminus-2 · gpt-5", "codex · gpt-5-mini")  # doctest: +SKIP
+    >>> mk.widgets.browse(trials, compare=runs)                        # doctest: +SKIP
+    """
+    import pandas as pd
+
+    from metrickit._core.frame import counted_trials, reward_keys
+    from metrickit.compute.tables import as_pandas, require_by, task_labels, value_column
+
+    if show not in ("all", "failures"):
+        raise MetrickitError(f"show={show!r}; expected 'all' or 'failures'")
+    df = as_pandas(trials).reset_index(drop=True)
+    require_by(list(df.columns), by, "browse")
+    keys = reward_keys(df)
+    everything = np.arange(len(df))
+    pages: list[tuple[Any, Any, str]]
+    labels = None
+    if compare is not None:
+        a, b = compare.a, compare.b
+        labels = (a, b)
+        side_a = (df[by] == a).to_numpy(dtype=bool)
+        side_b = (df[by] == b).to_numpy(dtype=bool)
+        both = side_a | side_b
+        task = "task_name" if "task_name" in df.columns else next(
+            c for c in df.columns if c in ("task", "case_id", "sample_id", "doc_id"))
+        names = np.array(df[task].astype(object), dtype=object)
+        names[both] = task_labels(df[both], task).to_numpy(dtype=object)
+        table = compare.tasks if not flips_only else compare.flips
+        own_b = table["task_b"] if "task_b" in table.columns else table[task]
+        # the trials that count: the ones the comparison compared
+        counted = np.zeros(len(df), dtype=bool)
+        keep = counted_trials(df[both].reset_index(drop=True)).keep
+        counted[np.flatnonzero(both)] = True if keep is None else np.asarray(keep, dtype=bool)
+        by_task_a = pd.Series(everything[side_a & counted]).groupby(
+            names[side_a & counted]).agg(list)
+        by_task_b = pd.Series(everything[side_b & counted]).groupby(
+            names[side_b & counted]).agg(list)
+        pages = []
+        for label, label_b, flip, diff in zip(table[task], own_b, table["flip"],
+                                              table["difference"], strict=True):
+            what = f"{flip} · " if flip else ""
+            pages.append((np.asarray(by_task_a.get(label, []), dtype=np.intp),
+                          np.asarray(by_task_b.get(str(label_b).split(", ")[0], []),
+                                     dtype=np.intp),
+                          f"task {label}: {what}difference {diff:+.3g}"))
+        title = (f"{'flips' if flips_only else 'paired tasks'} of {a} vs {b} "
+                 f"(value {compare.value!r})")
+    elif cell is not None:
+        task_value, candidate = cell
+        rows = everything[((df["task_name"].astype(str) == str(task_value))
+                           & (df[by] == candidate)).to_numpy(dtype=bool)]
+        if not rows.size:
+            raise MetrickitError(
+                f"browse: cell={cell!r} has no trial (task_name {task_value!r}, {by} "
+                f"{candidate!r})"
+            )
+        pages = [(np.asarray([i]), None, f"task {task_value} · {candidate}") for i in rows]
+        title = f"the trials of task {task_value} × {candidate}"
+    elif show == "failures":
+        finished = counted_trials(df)
+        running = np.zeros(len(df), dtype=bool) if finished.running is None else np.asarray(
+            finished.running, dtype=bool)
+        column = value_column(df, value)
+        x = pd.to_numeric(df[column]).to_numpy(dtype=np.float64, na_value=np.nan)
+        failed = ~running & (
+            (df["exception_type"].notna().to_numpy(dtype=bool)
+             if "exception_type" in df.columns else False)
+            | (~df["reward_valid"].fillna(False).to_numpy(dtype=bool)
+               if "reward_valid" in df.columns else False)
+            | (x < threshold)
+        )
+        rows = everything[failed]
+        pages = [(np.asarray([i]), None, "") for i in rows]
+        title = (f"{len(rows):,} failure(s): an exception, no valid reward, or {column} < "
+                 f"{threshold:g}")
+    else:
+        pages = [(np.asarray([i]), None, "") for i in everything]
+        title = f"all {len(df):,} trials"
+    return TrialBrowser(df, pages, by=by, keys=keys, labels=labels, title=title,
+                        limit=max_chars)
+
+
+def _heading(df: Any, i: int, by: str) -> str:
+    row = df.iloc[i]
+    return f"{row.get(by)} · task {row.get('task_name')} · attempt {row.get('attempt')}"

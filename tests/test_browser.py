@@ -1,11 +1,12 @@
-"""End to end in a real browser: JupyterLab + Chromium run the notebooks.
+"""End to end in a real browser: JupyterLab + Chromium.
 
-Every notebook is opened from JupyterLab's file browser and run (no error output allowed);
-then the tuning notebook is driven with the keyboard.
-Starts JupyterLab on 127.0.0.1 with a token on a copy of notebooks/, opens
-notebooks/03_tune_reward_spec.ipynb with
-Playwright in Debian's Chromium, runs every cell, moves the speed-weight slider with the
-keyboard and checks that the ranking in the page changed. Screenshots go to
+Starts JupyterLab on 127.0.0.1 with a token on the session's executed copies of
+notebooks/ (the ``executed_notebooks`` fixture of tests/conftest.py, which
+tests/test_notebooks.py checks ran cleanly: each notebook runs once a session), opens
+every notebook from JupyterLab's file browser and checks its outputs render (no error
+output, every image decoded). Then the tuning notebook, a fresh copy, is run live with
+Playwright in Debian's Chromium: every cell, then the speed-weight slider is moved with
+the keyboard and the ranking in the page must change. Screenshots go to
 ``test-output/browser/``. Marked ``browser``: skip it locally with ``-m "not browser"``;
 CI (``.ci/run``) installs Chromium and runs it, and it fails (never skips) when something
 it needs is missing.
@@ -34,6 +35,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]
 OUT = ROOT / "test-output" / "browser"
+TUNING = "03_tune_reward_spec.ipynb"
 
 
 def _case_truth() -> tuple[tuple[str, ...], str]:
@@ -67,7 +69,7 @@ def _api(base: str, token: str, path: str, method: str = "GET") -> object:
 
 
 @pytest.fixture(scope="module")
-def jupyter(tmp_path_factory):
+def jupyter(tmp_path_factory, executed_notebooks):
     # One JupyterLab for the module's tests (starting it takes seconds); each test opens
     # its own page and the kernels it started are shut down after it (_no_sessions_left).
     tmp_path = tmp_path_factory.mktemp("jupyter")
@@ -75,16 +77,20 @@ def jupyter(tmp_path_factory):
         f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) "
         "or deselect with -m 'not browser'"
     )
+    executed_notebooks.all()  # executed once, before JupyterLab serves the copies
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # inline plots must render in the kernel
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "jupyter-config")
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "jupyter-runtime")
-    # JupyterLab autosaves open notebooks, outputs included: it works on a copy, never on
+    # JupyterLab autosaves open notebooks, outputs included: it works on copies, never on
     # the repository's files (and a copied notebooks/ folder has no data/ beside it).
-    lab_root = tmp_path / "lab"
-    shutil.copytree(ROOT / "notebooks", lab_root / "notebooks")
+    # notebooks/ holds the executed copies; tuner/ a fresh copy of the tuning notebook.
+    lab_root = executed_notebooks.folder.parent
+    tuner = lab_root / "tuner"
+    tuner.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "notebooks" / TUNING, tuner / TUNING)
     log = open(tmp_path / "jupyter.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
@@ -151,7 +157,7 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         try:
-            page.goto(f"{base}/lab/tree/notebooks/03_tune_reward_spec.ipynb?token={token}",
+            page.goto(f"{base}/lab/tree/tuner/{TUNING}?token={token}",
                       timeout=120_000)
             page.wait_for_function(
                 "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
@@ -219,61 +225,71 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
 
 _NOTEBOOK_STATE = """() => {
   const nb = window.jupyterapp.shell.currentWidget;
-  if (!nb || !nb.content || !nb.content.model || !nb.sessionContext.session) return null;
-  const kernel = nb.sessionContext.session.kernel;
+  if (!nb || !nb.content || !nb.content.model || !nb.context.isReady) return null;
   const cells = nb.content.model.cells;
   const errors = [];
-  let pending = 0;
+  let withOutputs = 0;
   for (let i = 0; i < cells.length; i++) {
     const cell = cells.get(i);
     if (cell.type !== 'code') continue;
-    if (cell.executionCount === null) pending++;
-    for (const out of cell.outputs.toJSON()) {
+    const outputs = cell.outputs.toJSON();
+    if (outputs.length) withOutputs++;
+    for (const out of outputs) {
       if (out.output_type === 'error') errors.push(out.ename + ': ' + out.evalue);
     }
   }
-  return {status: kernel ? kernel.status : 'none', pending: pending, errors: errors};
+  const images = [...nb.node.querySelectorAll('.jp-OutputArea-output img')];
+  return {path: nb.context.path, cells: cells.length, rendered: nb.content.widgets.length,
+          withOutputs: withOutputs, errors: errors, images: images.length,
+          decoded: images.filter(im => im.complete && im.naturalWidth > 0).length};
 }"""
 
 
-@pytest.mark.timeout(900)
-def test_every_notebook_runs_when_opened_from_the_file_browser(jupyter):
-    # As a user does: JupyterLab's file browser on notebooks/, double-click, run all. The
-    # kernel's working directory is notebooks/, so a repo-relative path would fail here.
+def _saved_state(path: Path) -> dict[str, int]:
+    """What the executed copy holds: its cells, the code cells with outputs, the images."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    images = sum("image/png" in out.get("data", {}) for c in code for out in c.outputs)
+    return {"cells": len(nb.cells), "withOutputs": sum(bool(c.outputs) for c in code),
+            "images": images}
+
+
+@pytest.mark.timeout(600)
+def test_every_notebook_renders_when_opened_from_the_file_browser(jupyter, executed_notebooks):
+    # As a user does: JupyterLab's file browser on notebooks/, double-click. The copies were
+    # executed in a kernel whose working directory was that folder (executed_notebooks);
+    # here JupyterLab must show what they computed: every output, every image decoded, no
+    # error output.
     from playwright.sync_api import sync_playwright
 
     base, token = jupyter
     OUT.mkdir(parents=True, exist_ok=True)
-    names = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
-    assert len(names) >= 4
+    runs = executed_notebooks.all()
+    assert len(runs) >= 4
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             page.goto(f"{base}/lab/tree/notebooks?token={token}", timeout=120_000)
-            for name in names:
-                item = page.locator(".jp-DirListing-item", has_text=name)
+            for run in runs:
+                saved = _saved_state(run.path)
+                item = page.locator(".jp-DirListing-item", has_text=run.name)
                 item.wait_for(state="visible", timeout=60_000)
                 item.dblclick()
                 page.wait_for_function(
-                    "(name) => { const w = window.jupyterapp.shell.currentWidget;"
-                    " return w && w.context && w.context.path.endsWith(name)"
-                    " && w.sessionContext.session && w.sessionContext.session.kernel"
-                    " && w.sessionContext.session.kernel.connectionStatus === 'connected'; }",
-                    arg=name, timeout=120_000,
-                )
-                # Not awaited in the page: the command's promise settles only when all ran.
-                page.evaluate(
-                    "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
-                )
-                page.wait_for_function(
-                    f"() => {{ const s = ({_NOTEBOOK_STATE})();"
-                    " return s && s.status === 'idle' && s.pending === 0; }",
-                    timeout=240_000,
+                    f"([name, images]) => {{ const s = ({_NOTEBOOK_STATE})();"
+                    " return s && s.path.endsWith(name) && s.rendered === s.cells"
+                    " && s.decoded >= images; }",
+                    arg=[run.name, saved["images"]], timeout=120_000,
                 )
                 state = page.evaluate(f"({_NOTEBOOK_STATE})()")
-                page.screenshot(path=str(OUT / f"{name}.png"), full_page=False)
-                assert state["errors"] == [], (name, state["errors"])
+                page.screenshot(path=str(OUT / f"{run.name}.png"), full_page=False)
+                assert state["errors"] == [], (run.name, state["errors"])
+                assert state["cells"] == saved["cells"], (run.name, state, saved)
+                assert state["withOutputs"] == saved["withOutputs"] > 0, (run.name, state, saved)
+                assert state["images"] == state["decoded"] == saved["images"], (run.name, state)
                 # The next double-click opens the next notebook in a new tab; the fixture
                 # shuts every kernel down at the end.
         except Exception:

@@ -36,6 +36,20 @@ def test_every_public_name_is_in_the_api_reference():
     assert not unknown, f"docs/api.md names what metrickit does not export: {unknown}"
 
 
+def test_every_guide_and_notebook_is_in_the_navigation():
+    # mkdocs --strict fails on a page left out of nav too; this says so without a build.
+    nav = set(re.findall(r"^\s+- [^:]+: (\S+\.(?:md|ipynb))\s*$",
+                         (ROOT / "mkdocs.yml").read_text(), flags=re.M))
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").glob("*.md")}
+    pages |= {f"guides/{p.name}" for p in (ROOT / "docs" / "guides").glob("*.md")}
+    pages |= {f"notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb")}
+    pages |= {"index.md"}
+    missing = sorted(pages - nav)
+    assert not missing, f"add these to the nav of mkdocs.yml: {missing}"
+    gone = sorted(p for p in nav if not (ROOT / "docs" / p).exists())
+    assert not gone, f"mkdocs.yml names pages that do not exist: {gone}"
+
+
 @pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     mkdocs = Path(sys.executable).with_name("mkdocs")

@@ -220,13 +220,14 @@ def is_dask(obj: Any) -> bool:
 
 
 def is_lazy(obj: Any) -> bool:
-    """A polars LazyFrame, a Dask DataFrame, or a narwhals LazyFrame around one."""
+    """A polars LazyFrame, a Dask DataFrame, or a narwhals LazyFrame around one (without
+    importing polars when it is not in use: an object cannot be a LazyFrame then)."""
     import narwhals as nw
-    import polars as pl
 
     if isinstance(obj, nw.LazyFrame):
         obj = obj.to_native()
-    return isinstance(obj, pl.LazyFrame) or is_dask(obj)
+    pl = sys.modules.get("polars")
+    return (pl is not None and isinstance(obj, pl.LazyFrame)) or is_dask(obj)
 
 
 

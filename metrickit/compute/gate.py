@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.display import result_html, result_repr
+from metrickit._core.dist import t_ppf
 from metrickit.errors import StatsError
 
 Direction = Literal["higher", "lower"]
@@ -152,10 +154,29 @@ class GateResult:
     def __str__(self) -> str:
         return self.to_markdown()
 
+    def _display(self) -> tuple[str, Any]:
+        """Headline (the overall verdict) and one row per value, its reason and notes in
+        the ``notes`` column."""
+        import pandas as pd
+
+        headline = f"{self.verdict}: {self.candidate} against {self.baseline}, paired by task"
+        table = pd.DataFrame({
+            "value": [v.value for v in self.values],
+            "verdict": [v.verdict for v in self.values],
+            "difference": [v.difference for v in self.values],
+            "low": [v.low for v in self.values],
+            "high": [v.high for v in self.values],
+            "margin": [v.margin for v in self.values],
+            "n_tasks": [v.n_tasks for v in self.values],
+            "notes": ["; ".join([v.reason, *v.notes]) for v in self.values],
+        })
+        return headline, table
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), title="GateResult")
+
     def __repr__(self) -> str:
-        parts = [f"{v.value} {_signed(v.difference)} [{_signed(v.low)}, {_signed(v.high)}] "
-                 f"{v.verdict}, {v.n_tasks} tasks, margin {v.margin:g}" for v in self.values]
-        return f"GateResult({self.verdict}: {'; '.join(parts)})"
+        return result_repr("GateResult", *self._display())
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -392,13 +413,11 @@ def score_bounds(d: Any, alpha: float) -> tuple[float, float]:
     against 8.6 % for the t interval; benchmarks/coverage.py, scenario ``gate``). NaN
     bounds when ``n <= t**2`` (four tasks or fewer at alpha 0.05).
     """
-    from scipy import stats
-
     x = np.asarray(d, dtype=np.float64)
     n = x.size
     if n < 2:
         return math.nan, math.nan
-    t = float(stats.t.ppf(1 - alpha, n - 1))
+    t = float(t_ppf(1 - alpha, n - 1))
     if n <= t * t:
         return math.nan, math.nan
     mean = float(x.mean())
@@ -411,8 +430,6 @@ def _tasks_needed(d: Any, margin: float, alpha: float, power: float) -> int | No
     """Paired tasks that decide, with ``power``, if the true difference is the one
     observed and the spread stays as observed: toward a pass when the estimate is above
     ``-margin``, toward a regression when below."""
-    from scipy import stats
-
     if len(d) < 2:
         return None
     sd = float(np.std(d, ddof=1))
@@ -421,7 +438,7 @@ def _tasks_needed(d: Any, margin: float, alpha: float, power: float) -> int | No
         return None
     n = 2
     while n < _MAX_TASKS:
-        crit = float(stats.t.ppf(1 - alpha, n - 1)) + float(stats.t.ppf(power, n - 1))
+        crit = float(t_ppf(1 - alpha, n - 1)) + float(t_ppf(power, n - 1))
         if crit * sd / math.sqrt(n) <= gap:
             return n
         n = n + 1 if n < 64 else int(n * 1.05) + 1

@@ -14,20 +14,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.dist import beta_ppf, binom_cdf, binom_sf, norm_cdf, norm_ppf, t_ppf
 from metrickit.errors import StatsError
 
-
-class LazyScipyStats:
-    """``scipy.stats`` imported on first use: it costs ~1.5 s, and ``import metrickit``
-    should not pay that for users who never ask for an interval."""
-
-    def __getattr__(self, name: str) -> Any:
-        from scipy import stats
-
-        return getattr(stats, name)
-
-
-sps = LazyScipyStats()
 MeanMethod = Literal["auto", "analytic", "cluster", "wilson", "cluster-wilson", "bootstrap", "bca"]
 MEAN_METHODS: tuple[str, ...] = (
     "auto", "analytic", "cluster", "wilson", "cluster-wilson", "bootstrap", "bca"
@@ -37,11 +26,27 @@ FloatArray = npt.NDArray[np.float64]
 
 # Cap on index-array cells generated at once (about 400 MB of int64).
 _MAX_CELLS = 50_000_000
+# Resampled values the bootstrap-t draws at once (32 MB of int64 indices): its memory is
+# bounded by this, not by resamples x tasks.
+BLOCK_CELLS = 1 << 22
+# From this many tasks the skewed-data interval uses Hall's (1992) transformation of the
+# t statistic instead of the bootstrap-t: both correct the t interval's skewness error to
+# the same (second) order, and at this size they agree to well within the Monte Carlo
+# error of 2,000 resamples (coverage benchmark in ``benchmarks/bench_report_scale.py``'s
+# docstring), while the bootstrap-t would cost resamples x tasks draws.
+BOOTSTRAP_T_MAX = 10_000
 # Below this many tasks (or values) an interval is flagged: coverage can fall short there.
 FEW = 10
 # Sample skewness above which a t interval is flagged (lognormal costs: ~0.87 coverage at
 # n = 20, ~0.91 at n = 200 in the coverage benchmark).
 SKEWED = 1.0
+# The note of an interval with no width (constant or saturated data): it covers nothing
+# but the observed value, so it must never come back silently.
+NO_WIDTH = "all values equal: the interval has no width"
+# Single attempts: Wilson's bound next to a count of at most this many successes (or
+# failures) is replaced by the exact (Clopper-Pearson) one, where Wilson dips to 0.84
+# coverage (Brown, Cai & DasGupta 2001); with it the minimum over rates is 0.92-0.93.
+EXACT_COUNT = 3
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,20 @@ def _t_interval(
 ) -> Interval:
     if df < 1 or not math.isfinite(se):
         return Interval(estimate, math.nan, math.nan, math.nan, n, method, confidence)
-    crit = float(sps.t.ppf(0.5 + confidence / 2, df))
-    return Interval(estimate, estimate - crit * se, estimate + crit * se, se, n, method, confidence)
+    crit = float(t_ppf(0.5 + confidence / 2, df))
+    note = "" if has_spread(se, estimate) else "no spread: the interval has no width"
+    return Interval(estimate, estimate - crit * se, estimate + crit * se, se, n, method,
+                    confidence, note=note)
+
+
+def has_spread(se: float, estimate: float) -> bool:
+    """Whether a standard error is more than rounding (constant data give ~1e-17)."""
+    return bool(se > 1e-12 * max(1.0, abs(estimate)))
+
+
+def join_notes(*notes: str) -> str:
+    """Notes joined with ``"; "``, empty ones left out."""
+    return "; ".join(n for n in notes if n)
 
 
 def _codes(labels: Any, n: int) -> tuple[npt.NDArray[np.intp], int]:
@@ -201,17 +218,43 @@ def unit_means(
 
 def _bootstrap_t(m: FloatArray, confidence: float, n_resamples: int, seed: int) -> tuple[
         float, float]:
-    """Studentized (bootstrap-t) interval of the mean of ``m`` (resampling its entries)."""
+    """Studentized (bootstrap-t) interval of the mean of ``m`` (resampling its entries),
+    drawn in blocks of at most :data:`BLOCK_CELLS` values (the same stream as one draw of
+    ``(n_resamples, g)`` indices, so the same interval)."""
     g = m.size
     rng = np.random.default_rng(seed)
-    s = m[rng.integers(0, g, (n_resamples, g))]
-    mu, sd = s.mean(axis=1), s.std(axis=1, ddof=1)
     mean, se = float(m.mean()), float(m.std(ddof=1)) / math.sqrt(g)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(sd > 0, (mu - mean) / (sd / math.sqrt(g)), 0.0)
+    rows = max(1, BLOCK_CELLS // g)
+    t = np.empty(n_resamples, dtype=np.float64)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        s = m[rng.integers(0, g, (stop - start, g))]
+        mu, sd = s.mean(axis=1), s.std(axis=1, ddof=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t[start:stop] = np.where(sd > 0, (mu - mean) / (sd / math.sqrt(g)), 0.0)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(t, [alpha, 1 - alpha])
     return mean - float(hi) * se, mean - float(lo) * se
+
+
+def _hall(m: FloatArray, confidence: float) -> tuple[float, float]:
+    """Hall's (1992, "On the removal of skewness by transformation") interval of the mean:
+    the t statistic ``T`` made normal to second order by ``g(T) = T + c T**2 + c**2 T**3 / 3
+    + c / 2``, ``c = skewness / (3 sqrt(n))``; ``g`` is monotone and inverted in closed
+    form. O(n), and second-order equivalent to the bootstrap-t."""
+    g = m.size
+    mean, se = float(m.mean()), float(m.std(ddof=1)) / math.sqrt(g)
+    d = m - mean
+    m2 = float(np.mean(d**2))
+    gamma = float(np.mean(d**3)) / m2**1.5 if m2 > 0 else 0.0
+    c = gamma / (3 * math.sqrt(g))
+    z = float(norm_ppf(0.5 + confidence / 2))
+
+    def inverse(x: float) -> float:
+        return x if c == 0 else (math.copysign(abs(1 + 3 * c * (x - c / 2)) ** (1 / 3),
+                                               1 + 3 * c * (x - c / 2)) - 1) / c
+
+    return mean - se * inverse(z), mean - se * inverse(-z)
 
 
 def _lognormal(m: FloatArray, confidence: float) -> tuple[float, float]:
@@ -221,7 +264,7 @@ def _lognormal(m: FloatArray, confidence: float) -> tuple[float, float]:
     s2 = float(y.var(ddof=1))
     est = float(y.mean()) + s2 / 2
     se = math.sqrt(s2 / g + s2**2 / (2 * (g - 1)))
-    q = float(sps.t.ppf(0.5 + confidence / 2, g - 1))
+    q = float(t_ppf(0.5 + confidence / 2, g - 1))
     return math.exp(est - q * se), math.exp(est + q * se)
 
 
@@ -233,8 +276,15 @@ def skewed_interval(
     the modified Cox interval of a lognormal mean. Each alone falls short on skewed data
     with few tasks (bootstrap-t: 0.88 at lognormal σ = 1.5 and 20 tasks; Cox's where the
     data are not lognormal); their union holds ≥ 0.93 in the coverage benchmark from
-    σ ≤ 2 with 20 tasks and σ ≤ 1.5 with 10 (0.92 at σ = 2, 10 tasks: flagged)."""
-    a, b = _bootstrap_t(m, confidence, n_resamples, seed)
+    σ ≤ 2 with 20 tasks and σ ≤ 1.5 with 10 (0.92 at σ = 2, 10 tasks: flagged).
+
+    From :data:`BOOTSTRAP_T_MAX` tasks Hall's transformation interval (:func:`_hall`)
+    replaces the bootstrap-t: the same second-order skewness correction in O(tasks) time
+    and memory, where the bootstrap-t costs ``n_resamples`` x tasks draws."""
+    if m.size >= BOOTSTRAP_T_MAX:
+        a, b = _hall(m, confidence)
+    else:
+        a, b = _bootstrap_t(m, confidence, n_resamples, seed)
     if np.all(m > 0) and np.ptp(m) > 0:
         c, d = _lognormal(m, confidence)
         a, b = min(a, c), max(b, d)
@@ -261,7 +311,9 @@ def grouped_intervals(
 
     * values that are all 0 or 1: Wilson's interval; where tasks repeat, with the
       effective sample size ``p(1-p) / se**2`` (``G`` when p is 0 or 1) and the t quantile
-      with ``G - 1`` degrees of freedom;
+      with ``G - 1`` degrees of freedom. With single attempts (at least 10), a bound next
+      to at most 3 successes (or failures) is the exact Clopper-Pearson one, where
+      Wilson's coverage dips to 0.84 (rare events);
     * positive values whose task means are skewed (sample skewness above 0.5: costs,
       latencies): :func:`skewed_interval` (bootstrap-t over tasks ∪ lognormal), method
       ``"skewed"`` (``"cluster-skewed"`` where tasks repeat);
@@ -294,8 +346,8 @@ def grouped_intervals(
         skewness = np.where(m2 > 0, m3 / m2**1.5, 0.0)
         se = np.sqrt(sq / (g - 1) / g)
         df = g - 1
-        tq = sps.t.ppf(0.5 + confidence / 2, np.maximum(df, 1))
-        zq = float(sps.norm.ppf(0.5 + confidence / 2))
+        tq = t_ppf(0.5 + confidence / 2, np.maximum(df, 1))
+        zq = float(norm_ppf(0.5 + confidence / 2))
         rare = np.zeros(n_groups, dtype=bool)
         if clusters is not None:
             with_one = np.bincount(cg, weights=(cm > 0), minlength=n_groups)
@@ -312,6 +364,17 @@ def grouped_intervals(
         half = z * np.sqrt(pq / n_eff + z * z / (4 * n_eff * n_eff)) / denom
         w_low = np.clip(np.minimum(centre - half, p), 0.0, 1.0)
         w_high = np.clip(np.maximum(centre + half, p), 0.0, 1.0)
+        single = binary & ~repeated & (n >= FEW)
+        k = np.rint(p * n)
+        exact_low = single & (k >= 1) & (k <= EXACT_COUNT)
+        exact_high = single & (n - k >= 1) & (n - k <= EXACT_COUNT)
+        alpha = 1 - confidence
+        if exact_low.any():
+            w_low[exact_low] = beta_ppf(alpha / 2, k[exact_low],
+                                        n[exact_low] - k[exact_low] + 1)
+        if exact_high.any():
+            w_high[exact_high] = beta_ppf(1 - alpha / 2, k[exact_high] + 1,
+                                          n[exact_high] - k[exact_high])
         t_low = np.maximum(mean - tq * se, low_x)
         t_high = np.minimum(mean + tq * se, high_x)
         low = np.where(binary, w_low, np.where(df >= 1, t_low, np.nan))
@@ -349,7 +412,9 @@ def grouped_intervals(
             note.append("one value: no interval" if n[i] == 1
                         else "one task: no interval")
         elif not binary[i] and low_x[i] == high_x[i]:
-            note.append("all values equal: the interval has no width")
+            note.append(NO_WIDTH)
+        elif not binary[i] and not skewed[i] and not has_spread(se[i], mean[i]):
+            note.append("every task has the same mean: the interval has no width")
         elif skewed[i] and (g[i] < 15 or (g[i] < 20 and log_sd[i] > 1.5)):
             note.append(f"skewed values, {int(g[i])} tasks: the interval may undercover")
         elif not binary[i] and not skewed[i] and skewness[i] > SKEWED:
@@ -442,7 +507,7 @@ def mean_ci(
                                               n_resamples=n_resamples, seed=seed,
                                               method="bca" if method == "bca" else "percentile"),
                                  n=n)
-                note = f"few tasks ({g})" if g < FEW else ""
+                note = join_notes(f"few tasks ({g})" if g < FEW else "", iv.note)
                 return replace(iv, n_clusters=g, note=note)
     if method in ("auto", "cluster-wilson"):
         auto_codes = None if clusters is None else _codes(clusters, n)[0]
@@ -483,7 +548,7 @@ def mean_ci(
             seed=seed,
         )
     _require_binary(x, method)
-    z = float(sps.norm.ppf(0.5 + confidence / 2))
+    z = float(norm_ppf(0.5 + confidence / 2))
     p = estimate
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -491,7 +556,12 @@ def mean_ci(
     se = math.sqrt(p * (1 - p) / n)
     # Rounding can put a bound a hair past the estimate (6.9e-18 for all zeros): clamp.
     low, high = max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
-    return Interval(estimate, low, high, se, n, "wilson", confidence)
+    k = round(p * n)
+    note = (f"few tasks ({n})" if n < FEW else
+            f"{min(k, n - k)} {'successes' if k <= n - k else 'failures'} in {n}: Wilson's "
+            "coverage can fall to 0.84 here (method='auto' uses the exact bound)"
+            if min(k, n - k) <= EXACT_COUNT and min(k, n - k) >= 1 else "")
+    return Interval(estimate, low, high, se, n, "wilson", confidence, note=note)
 
 
 def _require_binary(x: FloatArray, method: str) -> None:
@@ -597,12 +667,12 @@ def bootstrap_ci(
     name = "bootstrap" if method == "percentile" else "bca"
     if np.all(x == x[0]):
         # Every resample equals the sample: the interval is the point (BCa would be 0/0).
-        return Interval(estimate, estimate, estimate, 0.0, n, name, confidence)
+        return Interval(estimate, estimate, estimate, 0.0, n, name, confidence, note=NO_WIDTH)
     theta = _resample_stats(x, stat, n_resamples, seed)
     alpha = (1 - confidence) / 2
     if method == "bca":
         z0 = float(
-            sps.norm.ppf(
+            norm_ppf(
                 (np.count_nonzero(theta < estimate) + np.count_nonzero(theta <= estimate))
                 / (2 * theta.size)
             )
@@ -613,11 +683,11 @@ def bootstrap_ci(
         num = float(np.sum(u**3)) / n**3
         den = float(np.sum(u**2)) / n**2
         a_hat = num / (6 * den**1.5) if den > 0 else 0.0
-        z_lo = float(sps.norm.ppf(alpha))
+        z_lo = float(norm_ppf(alpha))
         probs = []
         for z in (z_lo, -z_lo):
             shifted = z0 + z
-            probs.append(float(sps.norm.cdf(z0 + shifted / (1 - a_hat * shifted))))
+            probs.append(float(norm_cdf(z0 + shifted / (1 - a_hat * shifted))))
         lo_p, hi_p = probs
     else:
         lo_p, hi_p = alpha, 1 - alpha
@@ -629,3 +699,121 @@ def bootstrap_ci(
     low, high = np.quantile(theta, [lo_p, hi_p])
     se = float(theta.std(ddof=1))
     return Interval(estimate, float(low), float(high), se, n, name, confidence)
+
+
+# ---------------------------------------------------------------------------
+# Quantiles and sums over tasks
+# ---------------------------------------------------------------------------
+
+
+def _task_values(
+    values: Any, clusters: Any, reduce: Callable[[FloatArray], FloatArray]
+) -> tuple[FloatArray, int]:
+    """One value per task (``reduce`` of the task's counts and sums) and the number of
+    values; without ``clusters`` every value is a task of its own."""
+    x = as_values(values)
+    if clusters is None:
+        return x, x.size
+    codes, g = _codes(clusters, x.size)
+    return reduce(np.stack([np.bincount(codes, weights=x, minlength=g),
+                            np.bincount(codes, minlength=g).astype(np.float64)])), x.size
+
+
+def _order_statistics(g: int, q: float, confidence: float) -> tuple[int, int, float]:
+    """Ranks ``(l, u)`` (1-based) of the order-statistic interval of the ``q`` quantile of
+    ``g`` values and its exact coverage ``P(l <= B < u)``, ``B ~ Binomial(g, q)`` the count
+    of values below the quantile; each side misses at most half of ``1 - confidence``,
+    and a side that cannot is the extreme value."""
+    alpha = 1 - confidence
+    ks = np.arange(1, g + 1)
+    below = binom_cdf(ks - 1, g, q)  # P(B < k): X_(k) lies above the quantile
+    above = binom_sf(ks - 1, g, q)  # P(B >= k): X_(k) lies below it
+    lows = ks[below <= alpha / 2]
+    highs = ks[above <= alpha / 2]
+    lo = int(lows.max()) if lows.size else 1
+    hi = int(highs.min()) if highs.size else g
+    attained = float(binom_cdf(hi - 1, g, q) - binom_cdf(lo - 1, g, q))
+    return lo, hi, attained
+
+
+def quantile_ci(
+    values: Any, q: float, *, clusters: Any = None, confidence: float = 0.95
+) -> Interval:
+    """The ``q`` quantile over tasks of each task's mean, with an exact interval.
+
+    The estimand follows the one of every metrickit mean: each task's attempts are
+    averaged first (``clusters`` labels the task of each value; without them every value
+    is a task), and the estimate is the ``q`` quantile of the task means (numpy's linear
+    interpolation). The interval is the distribution-free one from order statistics,
+    ``[X_(l), X_(u)]`` with the number of task means below the true quantile binomial
+    ``(G, q)``: it holds at least ``confidence`` for any distribution of task means
+    (conservative where values tie), with ``l`` and ``u`` chosen with at most half the
+    miss on each side. Where ``G`` tasks cannot give such an interval (at 95 %, the 0.9
+    quantile needs 31 tasks, the median 6), the bound that cannot be had is the extreme
+    task mean, and a ``"few tasks"`` note says the interval's exact coverage and how many
+    tasks would do.
+
+    Examples
+    --------
+    >>> from metrickit.compute.intervals import quantile_ci
+    >>> ci = quantile_ci(list(range(1, 21)), 0.5)
+    >>> ci.estimate, ci.low, ci.high
+    (10.5, 6.0, 15.0)
+    """
+    check_confidence(confidence)
+    if not 0 <= q <= 1:
+        raise StatsError(f"q={q!r}; expected a quantile between 0 and 1")
+    m, n = _task_values(values, clusters, lambda sc: sc[0] / sc[1])
+    g = m.size
+    estimate = float(np.quantile(m, q))
+    lo, hi, attained = _order_statistics(g, q, confidence)
+    note = ""
+    if g == 1:
+        note = "one task: no interval"
+    elif attained < confidence:
+        need = g + 1
+        while _order_statistics(need, q, confidence)[2] < confidence and need < 10**6:
+            need += 1
+        note = (f"few tasks ({g}) for the {q:g} quantile: this interval holds it "
+                f"{math.floor(attained * 1000) / 10:g}% of the time; {confidence:.0%} needs "
+                f"{need} tasks")
+    order = np.sort(m)
+    low, high = float(order[lo - 1]), float(order[hi - 1])
+    if low == high and not note:
+        note = NO_WIDTH
+    clustered = g if clusters is not None and g < n else None
+    return Interval(estimate, low, high, math.nan, n, "order-statistic", confidence,
+                    clustered, note)
+
+
+def sum_ci(
+    values: Any, *, clusters: Any = None, confidence: float = 0.95, seed: int = 0
+) -> Interval:
+    """The sum of ``values`` with an interval over tasks.
+
+    The sum over all values is ``G`` times the mean over tasks of each task's sum (``G``
+    tasks, ``clusters`` labels the task of each value; without them every value is a
+    task): the interval is ``G`` times the default interval (:func:`grouped_intervals`)
+    of the mean of the task sums, so the tasks, not the attempts, are the sampling unit:
+    Wilson for 0/1 task sums, the skewed-data interval for positive skewed ones (costs),
+    else Student's t over tasks cut to the range. Below 10 tasks ``note`` says "few
+    tasks".
+
+    Examples
+    --------
+    >>> from metrickit.compute.intervals import sum_ci
+    >>> ci = sum_ci([1, 0, 1, 1, 0, 1], clusters=["a", "a", "b", "b", "c", "c"])
+    >>> ci.estimate, ci.n_clusters
+    (4.0, 3)
+    """
+    check_confidence(confidence)
+    s, n = _task_values(values, clusters, lambda sc: sc[0])
+    g = s.size
+    gi = grouped_intervals(np.zeros(g, dtype=np.intp), 1, s, confidence=confidence, seed=seed)
+    note = gi.note[0].replace("few values", "few tasks").replace("one value:", "one task:")
+    if g < FEW and "few tasks" not in note and g > 1:
+        note = join_notes(f"few tasks ({g})", note)
+    method = gi.method[0] if clusters is None or g == n else "cluster-" + gi.method[0]
+    return Interval(float(s.sum()), g * float(gi.low[0]), g * float(gi.high[0]),
+                    g * float(gi.se[0]), n, method, confidence,
+                    g if clusters is not None and g < n else None, note)

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from metrickit.compute.intervals import FEW, Interval, as_values, mean_ci, sps
-from metrickit.compute.power import detectable_difference
+from metrickit._core.display import result_html, result_repr, short_names
+from metrickit._core.dist import binom_cdf, t_sf
+from metrickit.compute.intervals import FEW, Interval, as_values, has_spread, mean_ci
+from metrickit.compute.power import observed_detectable_difference
 from metrickit.compute.tables import as_pandas, is_null, require_by, task_labels, value_column
 from metrickit.errors import StatsError
 
@@ -105,7 +107,7 @@ def mcnemar_exact(a: Any, b: Any) -> tuple[float, float]:
     only_a = int(np.sum(xa & ~xb))
     only_b = int(np.sum(~xa & xb))
     statistic = min(only_a, only_b)
-    pvalue = min(1.0, 2.0 * float(sps.binom.cdf(statistic, only_a + only_b, 0.5)))
+    pvalue = min(1.0, 2.0 * float(binom_cdf(statistic, only_a + only_b, 0.5)))
     return float(statistic), pvalue
 
 
@@ -133,11 +135,15 @@ class RunComparison:
     n_tasks
         Number of paired tasks.
     min_detectable
-        The difference this comparison would detect 80 % of the time at the 5 % level,
-        given the observed spread of the per-task differences.
+        The difference a comparison of this many tasks would detect 80 % of the time at
+        the 5 % level, given the observed spread of the per-task differences (which holds
+        the task × candidate interaction; the power is averaged over what the true spread
+        may be, by the noncentral t). NaN when every task has the same difference: no
+        spread to judge power by (``notes`` says so, and ``underpowered`` is True).
     underpowered
         True when the test did not reject and the observed difference is smaller than
-        ``min_detectable``: "no difference found" then says little.
+        ``min_detectable``, or there is no spread to judge power by: "no difference
+        found" then says little.
     mcnemar
         ``(statistic, pvalue)`` of McNemar's exact test, only where pairing is genuine:
         every paired task has exactly one 0/1 trial in each run. Else None (``notes``).
@@ -204,6 +210,41 @@ class RunComparison:
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
+    def _display(self) -> tuple[str, Any, list[str]]:
+        """Headline (the pair under their short names), the per-task table, notes."""
+        short_a, short_b = (short_names([self.a, self.b])
+                            if str(self.a) != str(self.b) else [str(self.a)] * 2)
+        d = self.difference
+        headline = (
+            f"{short_a} vs {short_b} on {self.n_tasks:,} paired task(s), {self.value!r}: "
+            f"difference {d.estimate:+.4f} [{d.low:+.4f}, {d.high:+.4f}] "
+            f"({d.confidence * 100:g}% paired t over tasks), p = {self.pvalue:.4g}\n"
+            f"tasks won / lost / tied by {short_a}: {self.wins} / {self.losses} / {self.ties}"
+        )
+        if self.mcnemar is not None:
+            headline += f"\nMcNemar exact: p = {self.mcnemar[1]:.4g}"
+        flips = self.flips
+        table = flips if len(flips) else self.tasks
+        table = table[[c for c in table.columns if c not in ("trials_a", "trials_b")]]
+        if "winner" in table:
+            names = {self.a: short_a, self.b: short_b}
+            table = table.assign(winner=[names.get(w, w) for w in table["winner"]])
+        notes = list(self.notes)
+        if self.only_a:
+            notes.append(f"{len(self.only_a):,} task(s) only in {short_a}: not compared")
+        if self.only_b:
+            notes.append(f"{len(self.only_b):,} task(s) only in {short_b}: not compared")
+        if len(flips):
+            notes.append("the table shows the flips (tasks one side passes and the other "
+                         "fails); .tasks has every paired task")
+        return headline, table, notes
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), title="RunComparison")
+
+    def __repr__(self) -> str:
+        return result_repr("RunComparison", *self._display())
+
 
 def paired_t(d: Any, *, confidence: float = 0.95) -> tuple[Interval, float]:
     """Paired t interval and two-sided p-value of the mean of per-task differences ``d``.
@@ -217,11 +258,14 @@ def paired_t(d: Any, *, confidence: float = 0.95) -> tuple[Interval, float]:
     iv = mean_ci(x, method="analytic", confidence=confidence)
     if t_count < 2:
         return replace(iv, method="paired-t", note="one task: no interval"), math.nan
-    if not iv.se > 0:
-        p = 1.0 if x[0] == 0 else min(1.0, 2.0 / 2.0**t_count)
-        return replace(iv, low=iv.estimate, high=iv.estimate, method="paired-t"), p
+    if not has_spread(iv.se, iv.estimate):
+        p = 1.0 if not has_spread(abs(iv.estimate), 0.0) else min(1.0, 2.0 / 2.0**t_count)
+        note = (f"every task has the same difference ({iv.estimate:+g}): the interval has "
+                "no width and says nothing about the tasks not run")
+        return replace(iv, low=iv.estimate, high=iv.estimate, method="paired-t",
+                       note=note), p
     t_stat = iv.estimate / iv.se
-    p = float(2 * sps.t.sf(abs(t_stat), t_count - 1))
+    p = float(2 * t_sf(abs(t_stat), t_count - 1))
     note = f"few tasks ({t_count})" if t_count < FEW else ""
     return replace(iv, method="paired-t", note=note), p
 
@@ -431,14 +475,24 @@ def compare_runs(
         interval = replace(interval, low=max(interval.low, -span), high=min(interval.high, span))
         notes.append(f"the t interval is cut to the range a difference can take (±{span:g})")
     sd = float(diff.std(ddof=1)) if t_count > 1 else math.nan
-    detectable = (
-        detectable_difference(sd, t_count, 1 - confidence, 0.8) if t_count > 1 else math.inf
-    )
+    detectable = observed_detectable_difference(sd, t_count, 1 - confidence, 0.8)
+    # No spread (every task the same difference, e.g. both runs identical): the test and
+    # its power are undefined, so power is not claimed.
+    no_spread = t_count > 1 and not has_spread(sd, float(diff.mean()))
+    if no_spread:
+        detectable = math.nan
     underpowered = bool(
-        not pvalue < 1 - confidence and abs(interval.estimate) < detectable
+        not pvalue < 1 - confidence and (no_spread or abs(interval.estimate) < detectable)
     ) if t_count > 1 else True
     if t_count < 2:
         notes.append("one paired task only: no interval and no test")
+    elif no_spread:
+        notes.append(
+            f"every paired task has the same difference ({interval.estimate:+g}): no spread "
+            "to judge power by (min_detectable is NaN), and the zero-width interval says "
+            "nothing about tasks not run; more tasks, or tasks that are not all passed or "
+            "all failed by both, would"
+        )
     elif underpowered and math.isfinite(span) and detectable >= span > 0:
         notes.append(
             f"underpowered: with {t_count} tasks and this spread no difference within the "
@@ -450,7 +504,7 @@ def compare_runs(
             f"underpowered: with {t_count} tasks and this spread a difference must be about "
             f"±{detectable:.3f} to be found 80 % of the time; not finding one says little"
         )
-    if interval.note:
+    if interval.note and not no_spread:
         notes.append(f"{interval.note}: the t interval's coverage can fall short")
     mcnemar = _mcnemar_single_attempt(da, db, column, task, common, notes)
     return RunComparison(

@@ -8,6 +8,8 @@ distribution and reports how stable the ranking is over the draws:
 * :class:`MeanDraws`: the draws; candidates run on the same tasks stay correlated (paired).
 * :func:`rank_intervals`: each candidate's rank interval, its probability of being best,
   and the group of candidates tied with the leader.
+* :func:`permutation_best_set`: the confidence set for the best from shuffling results
+  within tasks (step-down max-T), which :func:`best_group` uses on tables of tasks.
 * :func:`pareto_probability`: each candidate's probability of being on the Pareto front.
 * :func:`pairwise_tests`: every pair of candidates compared task by task, on the tasks both
   ran, with Holm's adjustment for the number of pairs.
@@ -17,13 +19,17 @@ distribution and reports how stable the ranking is over the draws:
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.display import result_html, result_repr, short_column, short_names
+from metrickit._core.dist import norm_ppf, norm_sf, t_isf, t_ppf, t_sf
 from metrickit._core.frame import Policy
 from metrickit.compute.stats import (
     StatsError,
@@ -41,6 +47,7 @@ __all__ = [
     "holm",
     "pairwise_tests",
     "pareto_probability",
+    "permutation_best_set",
     "rank_intervals",
     "shrunk_draws",
 ]
@@ -187,6 +194,38 @@ class RankIntervals:
     p_best: FloatArray
     best_group: npt.NDArray[np.bool_]
     leader: int
+    #: the groups' names, in the order of the arrays (None: shown as their positions)
+    labels: tuple[Any, ...] | None = None
+
+    @property
+    def table(self) -> Any:
+        """One row per group, best first (pandas): ``group``, ``rank``, ``rank_low``,
+        ``rank_high``, ``p_best``, ``best_group``."""
+        import pandas as pd
+
+        names = list(self.labels) if self.labels is not None else list(range(len(self.rank)))
+        table = pd.DataFrame({"group": names, "rank": self.rank, "rank_low": self.rank_low,
+                              "rank_high": self.rank_high, "p_best": self.p_best,
+                              "best_group": self.best_group})
+        return table.sort_values(["rank", "p_best"], ascending=[True, False],
+                                 kind="stable").reset_index(drop=True)
+
+    def __str__(self) -> str:
+        table = self.table
+        names = short_names(list(table["group"]))
+        best = [n for n, b in zip(names, table["best_group"], strict=True) if b]
+        if len(best) == 1:
+            return f"best: {best[0]} (the only group that may be best at the stated confidence)"
+        return f"tied for best: {', '.join(best)} ({len(best)} of {len(names)} may be best)"
+
+    def _display(self) -> tuple[str, Any, list[str]]:
+        return str(self), short_column(self.table, "group"), []
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), title="RankIntervals")
+
+    def __repr__(self) -> str:
+        return result_repr("RankIntervals", *self._display())
 
 
 def _ranks(values: FloatArray, higher_is_better: bool) -> IntArray:
@@ -197,20 +236,47 @@ def _ranks(values: FloatArray, higher_is_better: bool) -> IntArray:
     return (better + 1).astype(np.intp)
 
 
-def shrunk_draws(
+# Points of the grid over the between-candidate spread tau that the posterior integrates
+# over (0 and 24 more up to the grid's end): enough that a finer grid moves p_best and
+# p_front by less than their Monte-Carlo error.
+_TAU_GRID = 25
+_TAU_DRAWS = 50
+
+
+def _tau_posterior(e: FloatArray, noise: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Grid over ``tau`` and its posterior weights for one column, under the uniform
+    shrinkage prior (the shrinkage factor ``B = s2 / (s2 + tau**2)`` uniform on (0, 1),
+    ``s2`` the estimates' noise variance around their average: proper, and free of any
+    scale but the data's own noise) times the restricted (REML) likelihood of the
+    estimates, ``e ~ N(mu, tau**2 I + noise)`` with the common ``mu`` integrated out.
+    The grid's cells in ``B`` are finer toward 0 (well separated candidates)."""
+    k = e.size
+    centre = np.eye(k) - 1.0 / k
+    s2 = float(np.trace(centre @ noise @ centre)) / (k - 1)
+    if not s2 > 0:  # no noise: the estimates are the truth (or all exactly tied)
+        return np.full(1, 1e3 * float(np.std(e))), np.ones(1)
+    edges = np.linspace(0.0, 1.0, _TAU_GRID + 1) ** 2
+    shrink = (edges[1:] + edges[:-1]) / 2
+    grid = np.sqrt(s2 * (1.0 / shrink - 1.0))
+    ones = np.ones(k)
+    ridge = 1e-9 * s2 * np.eye(k)
+    loglik = np.empty(grid.size)
+    for i, tau in enumerate(grid):
+        b = tau**2 * np.eye(k) + noise + ridge
+        _, logdet = np.linalg.slogdet(b)
+        b_inv = np.linalg.pinv(b, hermitian=True)
+        s = float(ones @ b_inv @ ones)
+        t = float(ones @ b_inv @ e)
+        loglik[i] = -0.5 * (logdet + math.log(s) + float(e @ b_inv @ e) - t * t / s)
+    w = np.exp(loglik - loglik.max()) * np.diff(edges)
+    return grid, w / w.sum()
+
+
+def _plug_in_draws(
     estimate: FloatArray, cov: FloatArray, *, blocks: int = 1, n_draws: int = 1000,
     seed: int = 0,
 ) -> FloatArray:
-    """Draws of the candidates' true values from their empirical-Bayes posterior.
-
-    The model: each candidate's true value is drawn from a normal around the candidates'
-    average with a between-candidate variance ``tau**2``, and its estimate is normal
-    around it with the (task-clustered) covariance ``cov``; ``tau**2`` is the method of
-    moments estimate (the spread of the estimates beyond their sampling noise, at least
-    0). ``blocks`` columns (accuracy, cost, ...) are stacked in ``estimate`` and each has
-    its own average and ``tau**2``. Candidates whose estimates differ no more than noise
-    would make them come out (``tau**2 = 0``) get the same posterior: exactly tied.
-    """
+    """:func:`shrunk_draws` with ``tau`` plugged in: its moment estimate, at least 0."""
     est = np.asarray(estimate, dtype=np.float64)
     size = est.size
     g = size // blocks
@@ -245,6 +311,78 @@ def shrunk_draws(
     return np.asarray(out, dtype=np.float64)
 
 
+def shrunk_draws(
+    estimate: FloatArray, cov: FloatArray, *, blocks: int = 1, n_draws: int = 1000,
+    seed: int = 0, tau: str = "plug-in",
+) -> FloatArray:
+    """Draws of the candidates' true values from a hierarchical normal model's posterior.
+
+    ``tau="plug-in"`` (what ``p_best`` uses) plugs in the moment estimate of the spread,
+    at least 0; ``tau="integrated"`` (what :func:`pareto_probability` uses) integrates
+    over its posterior, as described below.
+
+    The model: each candidate's true value is drawn from a normal around a common mean
+    (flat prior) with a between-candidate standard deviation ``tau``, and its estimate is
+    normal around it with the (task-clustered) covariance ``cov``. ``tau`` is not plugged
+    in: its posterior under a uniform prior (:func:`_tau_posterior`, on a grid that holds
+    0) is integrated over, each draw taking its own ``tau``. A point estimate of ``tau``
+    overstates what the data say: truncated at 0 it makes close candidates exactly tied
+    (one column then decides the Pareto front alone, and candidates truly on the front
+    are shown P(front) near 0), and above 0 it gives the leader of identical candidates
+    too much. ``blocks`` columns (accuracy, cost, ...) are stacked in ``estimate``, each
+    with its own mean and ``tau``; their noise stays correlated. In a draw whose ``tau``
+    is 0 the column's candidates are exactly tied.
+    """
+    if tau == "plug-in":
+        return _plug_in_draws(estimate, cov, blocks=blocks, n_draws=n_draws, seed=seed)
+    if tau != "integrated":
+        raise ValueError(f"shrunk_draws: tau={tau!r}; expected 'plug-in' or 'integrated'")
+    est = np.asarray(estimate, dtype=np.float64)
+    size = est.size
+    g = size // blocks
+    finite = np.isfinite(est)
+    e0 = np.where(finite, est, 0.0)
+    noise = np.where(np.outer(finite, finite), np.nan_to_num(cov), 0.0)
+    rng = np.random.default_rng([seed, size, 7])
+    centre = np.where(finite, est, 0.0)
+    common = np.zeros((size, size))  # a nearly flat prior on each column's mean
+    member = np.zeros((blocks, size))
+    picks = np.zeros((n_draws, blocks), dtype=np.intp)
+    grids = []
+    for b in range(blocks):
+        idx = np.flatnonzero(finite[b * g : (b + 1) * g]) + b * g
+        if idx.size < 2:
+            grids.append(np.zeros(1))
+            continue
+        e = est[idx]
+        sub = noise[np.ix_(idx, idx)]
+        grid, weight = _tau_posterior(e, sub)
+        grids.append(grid)
+        picks[:, b] = rng.choice(grid.size, n_draws, p=weight)
+        centre[idx] = e.mean()
+        flat = 100.0 * float(np.var(e) + np.mean(np.diag(sub)) + 1e-300)
+        common[np.ix_(idx, idx)] = flat
+        member[b, idx] = 1.0
+    z = rng.standard_normal((n_draws, size))
+    out = np.empty((n_draws, size))
+    # _TAU_DRAWS values of tau (each column's), each behind an equal share of the draws:
+    # p_best and p_front change smoothly with tau, and one posterior costs a decomposition
+    picks = picks[np.arange(n_draws) % min(n_draws, _TAU_DRAWS)]
+    combos, which = np.unique(picks, axis=0, return_inverse=True)
+    for c, combo in enumerate(combos):
+        tau2 = sum(grids[b][combo[b]] ** 2 * member[b] for b in range(blocks))
+        p = common + np.diag(tau2)
+        p_inv = p @ np.linalg.pinv(p + noise, hermitian=True)
+        mean = centre + p_inv @ (e0 - centre)
+        var = p - p_inv @ p
+        values, vectors = np.linalg.eigh((var + var.T) / 2)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+        rows = np.flatnonzero(which.ravel() == c)
+        out[rows] = mean + z[rows] @ root.T
+    out[:, ~finite] = np.nan
+    return np.asarray(out, dtype=np.float64)
+
+
 def _max_t_quantile(
     centred: FloatArray, se: FloatArray, family: npt.NDArray[np.bool_], level: float,
     df: float | None,
@@ -262,9 +400,7 @@ def _t_scale(df: float | None) -> float:
     """Small-sample widening of a normal critical value: t over normal at 97.5 %."""
     if df is None or df < 1:
         return 1.0
-    from scipy import stats as sps
-
-    return float(sps.t.ppf(0.975, df) / sps.norm.ppf(0.975))
+    return float(t_ppf(0.975, df) / norm_ppf(0.975))
 
 
 def _widen(c: float, df: float | None) -> float:
@@ -272,9 +408,7 @@ def _widen(c: float, df: float | None) -> float:
     probability: the max-|t| statistic's t-ratios have estimated standard errors."""
     if df is None or df < 1 or not math.isfinite(c):
         return c
-    from scipy import stats as sps
-
-    return float(sps.t.isf(sps.norm.sf(c), df))
+    return float(t_isf(norm_sf(c), df))
 
 
 def _best_set(
@@ -312,6 +446,151 @@ def _best_set(
     return keep
 
 
+# Cells of the permutations × tasks × pairs arrays computed at once (a few MB each), and
+# the largest tasks × groups table the permutation best set is computed on; beyond it the
+# normal draws' set is used (with that many tasks the two agree).
+_PERM_CELLS = 2_000_000
+_PERM_TABLE = 20_000
+# The shuffles depend only on which cells were measured, the seed and the groups still in
+# the set, never on the values: a tuner ranks the same tasks × groups table on every slider
+# move, and drawing the shuffles was four fifths of the cost. They are kept (as flat
+# gather indices, with the generator's state after them so later steps draw the same
+# numbers) up to this many bytes, least recently used first out.
+_PERM_CACHE_BYTES = 64_000_000
+_perm_cache: OrderedDict[tuple[Any, ...], tuple[list[Any], Any]] = OrderedDict()
+
+
+def _shuffles(
+    rng: np.random.Generator, sub_ran: npt.NDArray[np.bool_], n_permutations: int,
+    step: int, key: tuple[Any, ...],
+) -> list[npt.NDArray[np.intp]]:
+    """Flat indices into a tasks × members table that shuffle each task's measured cells
+    among themselves, ``step`` permutations a chunk (drawn from ``rng``, or the same ones
+    from the cache, leaving ``rng`` where drawing them would)."""
+    hit = _perm_cache.get(key)
+    if hit is not None:
+        _perm_cache.move_to_end(key)
+        rng.bit_generator.state = hit[1]
+        return hit[0]
+    n_tasks, size = sub_ran.shape
+    offsets = (np.arange(n_tasks) * size)[:, None]
+    index = np.int32 if n_tasks * size < 2**31 else np.intp
+    # each task's measured cells first, in their order; shuffled, they go back there
+    natural = np.argsort(np.where(sub_ran, 0.0, np.inf), axis=-1, kind="stable")
+    chunks = []
+    for start in range(0, n_permutations, step):
+        b = min(step, n_permutations - start)
+        keys = np.where(sub_ran, rng.random((b, n_tasks, size)), np.inf)
+        shuffled = np.argsort(keys, axis=-1, kind="stable")
+        perm = np.empty_like(shuffled)
+        np.put_along_axis(perm, np.broadcast_to(natural, shuffled.shape), shuffled, axis=-1)
+        chunks.append((perm + offsets).astype(index))
+    nbytes = sum(c.nbytes for c in chunks)
+    if nbytes <= _PERM_CACHE_BYTES:
+        _perm_cache[key] = (chunks, rng.bit_generator.state)
+        while sum(c.nbytes for v in _perm_cache.values() for c in v[0]) > _PERM_CACHE_BYTES:
+            _perm_cache.popitem(last=False)
+    return chunks
+
+
+def _pair_t(cell: FloatArray, ran: npt.NDArray[np.bool_], i: IntArray, j: IntArray
+            ) -> FloatArray:
+    """Paired t of ``j`` over ``i`` (``[..., pair]``) on the tasks both ran: the mean of the
+    per-task differences over their standard error; 0 with fewer than two such tasks, ±inf
+    when the differences are all equal and not 0."""
+    d = cell[..., :, j] - cell[..., :, i]
+    if ran.all():  # every group ran every task: no masking
+        c = np.full(d.shape[:-2] + d.shape[-1:], d.shape[-2])
+        mean = d.mean(axis=-2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = d.var(axis=-2, ddof=1) if d.shape[-2] > 1 else np.zeros_like(mean)
+    else:
+        both = ran[..., :, i] & ran[..., :, j]
+        d = np.where(both, d, 0.0)
+        c = both.sum(axis=-2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = d.sum(axis=-2) / c
+            var = (np.where(both, d - mean[..., None, :], 0.0) ** 2).sum(axis=-2) / (c - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(var > 0, mean / np.sqrt(var / c),
+                     np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+    return np.where(c >= 2, np.nan_to_num(t, nan=0.0), 0.0)
+
+
+def _gram_pair_t(cell: FloatArray, ran: npt.NDArray[np.bool_], i: IntArray, j: IntArray
+                 ) -> FloatArray:
+    """:func:`_pair_t` from matrix products of the tasks × groups tables (sums, sums of
+    squares and cross products over the tasks both ran) instead of a tasks × pairs array
+    of differences: five times faster, the tuner's hot path. Groups with the same results
+    on the tasks both ran give equal sums exactly, so their t is 0 there too."""
+    w = ran.astype(np.float64)
+    x = np.where(ran, cell, 0.0)
+    wt = w.T
+    both = wt @ w  # tasks each pair both ran (the same for every shuffle)
+    cross = wt @ x  # [i, j]: sum of j's results on the tasks i ran
+    square = wt @ (x * x)
+    gram = np.swapaxes(x, -1, -2) @ x
+    c = both[i, j]
+    s = cross[..., i, j] - cross[..., j, i]
+    ss = square[..., i, j] + square[..., j, i] - 2.0 * gram[..., i, j]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s / c
+        var = np.clip((ss - s * mean) / (c - 1), 0.0, None)
+        # rounding leaves a trace of variance where the differences are all equal
+        var = np.where(var > 1e-12 * np.maximum(ss / c, 1e-300), var, 0.0)
+        t = np.where(var > 0, mean / np.sqrt(var / c),
+                     np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+    return np.where(c >= 2, np.nan_to_num(t, nan=0.0), 0.0)
+
+
+def permutation_best_set(
+    cell: FloatArray, ran: npt.NDArray[np.bool_], *, confidence: float = 0.95,
+    n_permutations: int = 1000, seed: int = 0,
+) -> npt.NDArray[np.bool_]:
+    """The confidence set for the best by a step-down permutation test over tasks.
+
+    ``cell`` is a tasks × groups table of each group's mean on each task (higher is
+    better), ``ran`` says which cells were measured. A group leaves the set when some other
+    group in it beats it, task by task on the tasks both ran, by a paired t above the
+    critical value: the ``confidence`` quantile of the largest paired |t| over the pairs of
+    the set when, within every task, the set's groups' results are shuffled among the
+    groups that ran it (Westfall & Young's step-down max-T; the critical value is
+    recomputed over the groups still in the set until none leaves). When the set's groups
+    are identical their results are exchangeable within a task, so the shuffles have the
+    statistic's exact distribution: identical groups are all kept with probability at
+    least ``confidence``, whatever their number, the number of tasks, or the shape of the
+    rewards (no normal or t approximation). The truly best group is kept with that
+    probability too. With 0/1 rewards on few tasks it has more power than normal draws
+    with a t-widened critical value, whose widening is paid in the far tail.
+    """
+    n_tasks, n_groups = cell.shape
+    keep: npt.NDArray[np.bool_] = np.asarray(ran.any(axis=0), dtype=bool)
+    if n_groups < 2 or keep.sum() < 2:
+        return keep
+    rng = np.random.default_rng([seed, n_tasks, n_groups, 11])
+    key: tuple[Any, ...] = (seed, n_tasks, n_groups, n_permutations,
+                            hashlib.blake2b(np.packbits(ran).tobytes()).digest())
+    inside = keep.copy()
+    while inside.sum() >= 2:
+        members = np.flatnonzero(inside)
+        key += (members.tobytes(),)
+        sub, sub_ran = cell[:, members], ran[:, members]
+        i, j = np.triu_indices(members.size, k=1)
+        t = _gram_pair_t(sub, sub_ran, i, j)  # j over i
+        beaten = np.zeros(members.size, dtype=bool)
+        step = max(1, _PERM_CELLS // max(n_tasks * i.size, 1))
+        flat = np.ascontiguousarray(sub).ravel()
+        largest = [np.abs(_gram_pair_t(flat[index], sub_ran, i, j)).max(axis=-1)
+                   for index in _shuffles(rng, sub_ran, n_permutations, step, key)]
+        c = float(np.quantile(np.concatenate(largest), confidence))
+        np.logical_or.at(beaten, i, t > c)
+        np.logical_or.at(beaten, j, -t > c)
+        if not beaten.any():
+            break
+        inside[members[beaten]] = False
+    return inside
+
+
 def rank_intervals(
     estimate: FloatArray,
     draws: FloatArray,
@@ -320,6 +599,7 @@ def rank_intervals(
     confidence: float = 0.95,
     df: float | None = None,
     seed: int = 0,
+    best: npt.NDArray[np.bool_] | None = None,
 ) -> RankIntervals:
     """Simultaneous confidence sets for the ranks, the set of candidates that may be best,
     and a calibrated probability of being best.
@@ -335,6 +615,10 @@ def rank_intervals(
     df
         Degrees of freedom of the standard errors (tasks − 1); the critical value is
         widened from normal to t. None: normal.
+    best
+        The confidence set for the best when the caller has it from the data (e.g.
+        :func:`permutation_best_set`, as :func:`best_group` does); None: the step-down set
+        from the draws.
 
     Returns
     -------
@@ -396,7 +680,7 @@ def rank_intervals(
     low = (1 + better).astype(np.intp)
     high = (n - worse).astype(np.intp)
     leader = int(np.argmin(rank))
-    best = _best_set(e, d, confidence, df)
+    best = _best_set(e, d, confidence, df) if best is None else best & np.isfinite(est)
     best[leader] = True
     low = np.where(best, 1, np.maximum(low, 2)).astype(np.intp)
     cov = np.cov(np.nan_to_num(draws), rowvar=False).reshape(n, n) if d.shape[0] > 1 else \
@@ -433,7 +717,8 @@ def pareto_probability(
     est = (np.concatenate([estimate[c] for c in cols]) if estimate is not None
            else np.mean(stacked, axis=0))
     cov = np.cov(np.nan_to_num(stacked), rowvar=False).reshape(est.size, est.size)
-    post = shrunk_draws(est, cov, blocks=len(cols), n_draws=stacked.shape[0])
+    post = shrunk_draws(est, cov, blocks=len(cols), n_draws=stacked.shape[0],
+                        tau="integrated")
     g = stacked.shape[1] // len(cols)
     signs = [1.0 if c in maximize else -1.0 for c in cols]
     v = np.stack([post[:, k * g:(k + 1) * g] * s for k, s in enumerate(signs)], axis=-1)
@@ -484,7 +769,6 @@ def pairwise_tests(
     no task in common has NaN for its difference and p-value (and is not in Holm's family).
     """
     import pandas as pd
-    from scipy import stats as sps
 
     i, j = np.triu_indices(len(names), k=1)
     only_i = np.zeros(i.size, dtype=np.intp)
@@ -513,8 +797,8 @@ def pairwise_tests(
     se = np.sqrt(np.clip(var, 0.0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.where(se > 0, np.abs(diff) / se, np.where(diff == 0, 0.0, np.inf))
-    pvalue = np.where(enough & np.isfinite(diff), 2 * sps.t.sf(t, df), np.nan)
-    half = sps.t.ppf(0.5 + confidence / 2, df) * se
+    pvalue = np.where(enough & np.isfinite(diff), 2 * t_sf(t, df), np.nan)
+    half = t_ppf(0.5 + confidence / 2, df) * se
     finite = x[np.isfinite(x)]
     span = float(finite.max() - finite.min()) if finite.size else np.inf
     table = pd.DataFrame(
@@ -583,25 +867,40 @@ def best_group(
     *,
     higher_is_better: bool = True,
     confidence: float = 0.95,
+    pairs: bool = True,
 ) -> tuple[RankIntervals, Any]:
     """Simultaneous rank sets of the groups' means of ``x``, the set that may be best, and
     every pair compared.
 
-    The best group is a confidence set for the best: the groups whose simultaneous rank
-    set (:func:`rank_intervals`, max-|t| over all pairs by a multiplier bootstrap over
-    tasks) holds 1. It contains the truly best group with probability ``confidence``
-    (identical candidates are all in it that often, whatever their number), and leaves
-    out every group confidently below another. Returns the :class:`RankIntervals` and the
-    :func:`pairwise_tests` table (Holm-adjusted p-values, for reading pair by pair).
+    The best group is a confidence set for the best, with every group tied for best in it
+    with probability ``confidence`` (identical candidates are all in it that often,
+    whatever their number). With task codes and at most ``_PERM_TABLE`` task × group cells
+    it is :func:`permutation_best_set` (results shuffled within tasks: exact for identical
+    groups, and with power on few tasks, where normal draws must widen their critical
+    value to t in the far tail); otherwise the step-down set of :func:`rank_intervals`
+    from the draws (with many tasks the two agree). Its members' rank sets start at 1,
+    the others' at 2. Returns the :class:`RankIntervals` and the :func:`pairwise_tests`
+    table (Holm-adjusted p-values, for reading pair by pair; None with ``pairs=False``,
+    for a caller that does not show it).
     """
     sizes = np.bincount(draws.groups, minlength=max(draws.n_groups, 1))
     units = draws.n_units if draws.paired else int(sizes.min()) if sizes.size else 2
+    best = None
+    if draws.paired and 0 < draws.n_units * draws.n_groups <= _PERM_TABLE:
+        sums, counts = draws.unit_sums(x)
+        ran = counts > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cell = np.where(ran, sums / np.where(ran, counts, 1.0), 0.0)
+        best = permutation_best_set(
+            cell if higher_is_better else -cell, ran, confidence=confidence,
+            n_permutations=draws.n_draws, seed=draws.seed,
+        )
     ri = rank_intervals(
         estimate, draws.means(x), higher_is_better=higher_is_better, confidence=confidence,
-        df=max(units - 1, 1), seed=draws.seed,
+        df=max(units - 1, 1), seed=draws.seed, best=best,
     )
-    pairs = pairwise_tests(names, draws, x, confidence=confidence)
-    return ri, pairs
+    table = pairwise_tests(names, draws, x, confidence=confidence) if pairs else None
+    return replace(ri, labels=tuple(names)), table
 
 
 def candidate_table(

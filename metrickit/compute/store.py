@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from metrickit._core.display import result_html
 from metrickit._core.values import is_null
 from metrickit.errors import StoreError
 
@@ -92,7 +93,19 @@ class RunStore:
                 con.execute(_RUNS_DDL).fetchall()
 
     def __repr__(self) -> str:
+        # no query: a repr must not wait for another process's lock
         return f"RunStore({str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        try:
+            runs = self.runs()
+        except StoreError as exc:
+            return result_html(f"Run store {self.path}: cannot be read now", None, [str(exc)])
+        headline = (f"Run store {self.path}: {len(runs):,} run(s), "
+                    f"{int(runs['n_trials'].sum()) if len(runs) else 0:,} trial(s)")
+        shown = runs.iloc[::-1][["run", "candidates", "n_trials", "n_tasks", "added_at"]]
+        notes = ["the latest runs first; .runs() lists them all"] if len(runs) > 15 else []
+        return result_html(headline, shown, notes, title="RunStore")
 
     # -- connections ------------------------------------------------------------------
 

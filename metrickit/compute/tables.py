@@ -110,8 +110,10 @@ def task_codes(
             return None, None
     elif cluster not in nf.columns:
         raise StatsError(f"cluster={cluster!r} is not a column; columns are {list(nf.columns)}")
-    labels = task_labels(nf.to_native(), cluster)
-    null = labels.map(is_null).to_numpy(dtype=bool)
+    # the codes of task_labels' (source, task) labels, from the two columns' codes: no text
+    # is built (rows without a source are a namespace of their own, as there)
+    labels = pd.Series(nf.get_column(cluster).to_list(), dtype=object)
+    null = labels.isna().to_numpy(dtype=bool)  # None, NaN, pd.NA
     if null.any():
         raise StatsError(
             f"{int(null.sum())} row(s) have no {cluster!r} (the first at row "
@@ -119,7 +121,11 @@ def task_codes(
             "task; label or drop those rows, or pass cluster=None to treat every trial as "
             "independent"
         )
-    codes = pd.factorize(labels, use_na_sentinel=False)[0]
+    codes = pd.factorize(labels)[0].astype(np.int64)
+    if cluster == "task_name" and "source" in nf.columns:
+        sources = pd.factorize(pd.Series(nf.get_column("source").to_list(), dtype=object))[0]
+        if np.unique(sources).size > 1:  # several namespaces (a null source is one)
+            codes = pd.factorize((sources.astype(np.int64) + 1) * (codes.max() + 1) + codes)[0]
     return codes.astype(np.intp), cluster
 
 
@@ -145,15 +151,11 @@ def task_labels(frame: Any, task: str) -> Any:
     nf = nw.from_native(frame, eager_only=True)
     labels = pd.Series(nf.get_column(task).to_list(), dtype=object)
     if task == "task_name" and "source" in nf.columns:
-        sources = nf.get_column("source").to_list()
-        null = [is_null(s) for s in sources]
-        named = {s for s, n in zip(sources, null, strict=True) if not n}
-        if len(named) + any(null) > 1:
-            labels = pd.Series(
-                [str(t) if n else f"{s}/{t}"
-                 for s, t, n in zip(sources, labels.tolist(), null, strict=True)],
-                dtype=object,
-            )
+        sources = pd.Series(nf.get_column("source").to_list(), dtype=object)
+        null = sources.isna()
+        if sources[~null].nunique() + bool(null.any()) > 1:
+            text = labels.astype(str)
+            labels = text.where(null, sources.astype(str) + "/" + text).astype(object)
     return labels
 
 

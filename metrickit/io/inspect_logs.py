@@ -18,7 +18,12 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
     one ``kwarg_<name>`` text column per argument; null without them.
 ``dataset``, ``dataset_version``, ``harness_version``
     the task name; ``eval.task_version`` as text; the ``inspect_ai`` version the log
-    records in ``eval.packages``. ``variant`` and ``task_group``: null.
+    records in ``eval.packages``. ``variant``: null.
+``task_group``
+    the sample's group, from its metadata (text): the key given as ``group=``; without
+    it, the ``group_key`` of a ``grouped(...)`` metric the log's scorers record, else the
+    first of ``task_group``, ``group``, ``subject``, ``category`` that a sample of the log
+    has in its metadata (MMLU's samples record ``subject``); null when none applies.
 ``agent``
     ``eval.solver`` when the eval was given a solver (``--solver``/``solver=``), else the
     names of the plan's solvers joined with ``+`` (``generate``, ``system_message+generate``),
@@ -117,6 +122,7 @@ def _import_inspect() -> Any:
 def read_inspect_log(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
+    group: str | None = None,
     backend: Backend = "pandas",
 ) -> Any:
     """Read Inspect AI logs into one row per sample and epoch.
@@ -126,6 +132,11 @@ def read_inspect_log(
     path
         A ``.eval`` or ``.json`` log, a folder of logs (searched recursively with
         ``inspect_ai.log.list_eval_logs``), or a list of either.
+    group
+        The sample metadata key that holds each sample's task group (``"subject"``); None
+        (default): the key of the log's ``grouped(...)`` metric, else the first of
+        ``task_group``, ``group``, ``subject``, ``category`` a sample has. A group value
+        that is not text or a number is refused.
     backend
         ``"pandas"`` (default) or ``"polars"``.
 
@@ -166,7 +177,7 @@ def read_inspect_log(
     where: list[str] = []
     for file in files:
         with reading(_local(file)) as at:
-            _read_one(inspect_log, file, rows, rewards, where, at)
+            _read_one(inspect_log, file, rows, rewards, where, at, group)
     _unique_runs(rows)
     return build_trials(rows, rewards, backend, where=where)
 
@@ -226,6 +237,7 @@ def _read_one(
     rewards: list[dict[str, Any] | None],
     where: list[str],
     at: Cursor,
+    group: str | None = None,
 ) -> None:
     at.at("the log's header (read_eval_log)")
     try:
@@ -281,6 +293,7 @@ def _read_one(
             stacklevel=3,
         )
         return
+    group_key = group or _group_key(header, summaries)
     seen: set[tuple[str, int]] = set()
     for s in summaries:
         row = dict(base)
@@ -296,6 +309,8 @@ def _read_one(
             agent_execution_ms=None if s.working_time is None else s.working_time * 1000.0,
         )
         row.update(_usage(s.model_usage))
+        if group_key is not None:
+            row["task_group"] = _group_value(s.metadata, group_key, label)
         seen.add((str(s.id), int(s.epoch)))
         if status == "started" and not s.completed:
             row["_status"] = "running"
@@ -341,6 +356,37 @@ def _read_one(
             MetrickitWarning,
             stacklevel=3,
         )
+
+
+#: metadata keys that name a sample's group when the log records no grouped() metric
+GROUP_KEYS = ("task_group", "group", "subject", "category")
+
+
+def _group_key(header: Any, summaries: Sequence[Any]) -> str | None:
+    """The metadata key of the samples' task group: a ``grouped(...)`` metric's
+    ``group_key`` when a scorer records one, else the first of :data:`GROUP_KEYS` any
+    sample's metadata has."""
+    for scorer in header.eval.scorers or []:
+        for metric in scorer.metrics or []:
+            options = getattr(metric, "options", None) or {}
+            if str(getattr(metric, "name", "")).endswith("grouped") and options.get("group_key"):
+                return str(options["group_key"])
+    present: set[str] = set()
+    for s in summaries:
+        present.update(s.metadata or {})
+    return next((key for key in GROUP_KEYS if key in present), None)
+
+
+def _group_value(metadata: Mapping[str, Any] | None, key: str, label: str) -> str | None:
+    value = (metadata or {}).get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TrialSourceError(
+            f"{label}: metadata[{key!r}] (the task group) is {value!r} "
+            f"({type(value).__name__}); expected text or a number"
+        )
+    return str(value)
 
 
 def _unrun(header: Any, seen: set[tuple[str, int]]) -> list[tuple[Any, int]]:

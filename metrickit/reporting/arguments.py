@@ -23,8 +23,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                         help="file to write: .html (default report.html) or .md (Markdown, "
                         "images in <name>_files/)")
-    parser.add_argument("--value", help="reward column to rank by (default: the only reward "
-                        "key, else 'reward')")
+    parser.add_argument("--value", help="reward column to rank by (default: every reward "
+                        "key, each ranked in turn; 'reward' first)")
     parser.add_argument("--spec", type=Path, metavar="METRIC.py",
                         help="a scorer file whose REWARD_SPEC ranks the candidates too")
     parser.add_argument("--by", default="candidate",

@@ -19,8 +19,11 @@ text cells. What it holds, in order:
   (:func:`metrickit.compute.stats.breakdown`), the rank interval and the probability of
   being best (:func:`metrickit.compute.metrics.compare_metrics`), each candidate against
   the leader on the tasks both ran (:func:`metrickit.compute.stats.compare_runs`, Holm's
-  adjustment over those comparisons), and the verdict: "best" only when one candidate is
-  best at 95 %, otherwise who is tied.
+  adjustment over those comparisons), and the verdict from ``compare_metrics``'
+  ``best_group``, the candidates that may be best at 95 % confidence (a permutation test
+  over tasks): "best" only when that set is one candidate, otherwise who is tied. A table
+  with several reward keys (``correctness`` and ``style``) gets these per key, as Harbor
+  reports every key; ``value=`` chooses one.
 * **pass@k** (:func:`metrickit.compute.passk.pass_at_k` on the value).
 * **Trade-off** of the value against time per trial with cost as colour, and the Pareto
   front with each candidate's probability of being on it.
@@ -264,9 +267,10 @@ class _Data:
     waiting: list[Any] = field(default_factory=list)  # candidates with no trial that counts
 
 
-def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
-    """The value column: the one given, else the table's only reward key with values, else
-    ``reward`` when the table has it."""
+def _choose_values(df: Any, value: str | None) -> tuple[list[str], list[str]]:
+    """The value columns, the one ranked first first: the one given, else every reward key
+    with values (``reward`` first when the table has it, then the others in order), as
+    Harbor reports every key of a multi-dimensional reward."""
     from metrickit._core.frame import reward_keys
 
     keys = reward_keys(df)
@@ -276,23 +280,21 @@ def _choose_value(df: Any, value: str | None) -> tuple[str, list[str]]:
                 f"value={value!r} is not a column; reward keys are {keys} "
                 f"(columns: {list(df.columns)})"
             )
-        return value, keys
+        return [value], keys
     present = [k for k in keys if "_kind_" + k not in df.columns
                or (df["_kind_" + k].astype(str) != "missing").any()]
-    if len(present) == 1:
-        return present[0], keys
+    if not present:
+        raise MetrickitError("the table has no reward column; pass value= naming a numeric "
+                             "column")
     if "reward" in present:
-        return "reward", keys
-    raise MetrickitError(
-        f"the table has {len(present)} reward keys {present}; pass value= (--value) to "
-        "choose the one the report ranks by" if present
-        else "the table has no reward column; pass value= naming a numeric column"
-    )
+        present = ["reward", *(k for k in present if k != "reward")]
+    return present, keys
 
 
-def _prepare(trials: Any, value: str | None, by: str) -> _Data:
-    """The report's rows: invalid rows and rows of no known candidate dropped (with a note),
-    then :func:`metrickit._core.frame.counted_trials` decides which trials count (a running
+def _prepare(trials: Any, value: str | None, by: str) -> list[_Data]:
+    """The report's rows, once per value it reports (:func:`_choose_values`): invalid rows
+    and rows of no known candidate dropped (with a note), then
+    :func:`metrickit._core.frame.counted_trials` decides which trials count (a running
     trial never does; a finished one without a reward counts as 0, Harbor 0.25's mean)."""
     import narwhals as nw
     import pandas as pd
@@ -328,29 +330,36 @@ def _prepare(trials: Any, value: str | None, by: str) -> _Data:
     df = df[~invalid & ~unknown].reset_index(drop=True)
     if not len(df):
         raise MetrickitError("the trial table has no trial to report on")
-    column, keys = _choose_value(df, value)
+    columns, keys = _choose_values(df, value)
     df = df.assign(**{_LABEL: task_labels(df, _TASK).astype(str).to_numpy()})
     counted = counted_trials(df)
     finished = counted.frame.reset_index(drop=True)
-    try:
-        x = pd.to_numeric(finished[column])  # a value that is not a number is refused
-    except (TypeError, ValueError) as exc:
-        raise MetrickitError(f"{column!r} holds a value that is not a number: {exc}") from None
-    valued = finished[x.notna().to_numpy()].reset_index(drop=True)
-    if not len(valued):
-        raise MetrickitError(
-            f"{column!r} is missing (NA) on every finished trial: no evaluation in the table "
-            f"has that reward key; reward keys are {keys}"
-        )
     candidates = sorted(df[by].unique().tolist(), key=str)
-    have = set(valued[by].unique().tolist())
     counting = set(finished[by].unique().tolist())
     waiting = [c for c in candidates if c not in counting]
-    missing = [c for c in candidates if c not in have and c in counting]
     if waiting:
         notes.append(f"{_listing(waiting)}: only running trials, nothing counts yet")
-    return _Data(df, finished, valued, by, column, keys, candidates, missing, notes,
-                 counted.n_running, waiting)
+    out = []
+    for column in columns:
+        try:
+            x = pd.to_numeric(finished[column])  # a value that is not a number is refused
+        except (TypeError, ValueError) as exc:
+            raise MetrickitError(
+                f"{column!r} holds a value that is not a number: {exc}") from None
+        valued = finished[x.notna().to_numpy()].reset_index(drop=True)
+        if not len(valued) and len(columns) > 1:
+            notes.append(f"{column!r} is missing (NA) on every finished trial: not ranked")
+            continue
+        if not len(valued):
+            raise MetrickitError(
+                f"{column!r} is missing (NA) on every finished trial: no evaluation in the "
+                f"table has that reward key; reward keys are {keys}"
+            )
+        have = set(valued[by].unique().tolist())
+        missing = [c for c in candidates if c not in have and c in counting]
+        out.append(_Data(df, finished, valued, by, column, keys, candidates, missing, notes,
+                         counted.n_running, waiting))
+    return out
 
 
 def _png(ax: Any) -> tuple[bytes, int, int]:
@@ -372,17 +381,22 @@ def _figure(name: str, caption: str, alt: str, ax: Any) -> Figure:
 # -- sections --------------------------------------------------------------------------------
 
 
-def _overview(d: _Data, n_tasks: int) -> Section:
+def _overview(datas: list[_Data], n_tasks: int) -> Section:
     from metrickit._core.identity import pooling_notes
 
-    other = [k for k in d.keys if k != d.value]
+    d = datas[0]
+    values = [x.value for x in datas]
+    other = [k for k in d.keys if k not in values]
+    ranks = (f"the report ranks them by {d.value!r}" if len(values) == 1 else
+             "the report ranks them by each reward key in turn: "
+             + _listing([repr(v) for v in values]))
     what = (": one per recorded configuration (agent, model, agent kwargs, data set, ...), "
             "runs with identical recorded configurations pooled into one"
             if d.by == "candidate" else "")
     text = [
         f"{_count(len(d.all), 'trial')} ({len(d.finished):,} finished, {d.n_running:,} "
         f"running) of {_count(len(d.candidates), 'candidate')} on {_count(n_tasks, 'task')}. "
-        f"Candidates are the values of {d.by!r}{what}; the report ranks them by {d.value!r}"
+        f"Candidates are the values of {d.by!r}{what}; {ranks}"
         + (f" (other reward keys in the table: {_listing(other)})." if other else "."),
         "Intervals are 95 % and clustered by task: attempts of one task are repeated "
         "measures, not new tasks. A candidate is called best only when it is best at 95 %; "
@@ -408,12 +422,13 @@ def _overview(d: _Data, n_tasks: int) -> Section:
                 f"data set) under one {d.by!r}: up to {int(pooled.max())}; their means mix "
                 "them, and pass@k counts every attempt of a task across them"
             )
-    if d.missing:
-        notes.append(
-            f"{d.value!r} is missing (NA) for {_listing(d.missing)}: no trial of their "
-            "evaluation has that key. They are shown as missing, never as 0, and are left "
-            "out of the rankings and plots of the value."
-        )
+    for x in datas:
+        if x.missing:
+            notes.append(
+                f"{x.value!r} is missing (NA) for {_listing(x.missing)}: no trial of their "
+                "evaluation has that key. They are shown as missing (not measured), never as "
+                "0, and are left out of the rankings and plots of that value."
+            )
     return Section("overview", "Overview", text=text, notes=notes)
 
 
@@ -472,10 +487,10 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
     t interval (cut to the range a difference can take) and test over them; Holm's
     adjustment over the comparisons with the leader.
 
-    The tie rule: a candidate is tied with the leader when its rank interval includes 1
-    (it may be best), or its difference from the leader on the tasks both ran is not
-    significant after Holm's adjustment. A candidate that ran none of the leader's tasks
-    has no paired comparison: its rank interval alone decides.
+    The tie rule is ``compare_metrics``' ``best_group`` alone: the candidates that may be
+    best at 95 % confidence (:func:`metrickit.compute.ranking.best_group`, a permutation
+    test over tasks). The comparisons with the leader are shown beside it; they do not
+    decide who is tied.
     """
     from metrickit.compute.ranking import holm
     from metrickit.compute.stats import compare_runs
@@ -506,9 +521,7 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
     v = _Versus(leader, others, runs, p_holm, left_out, [])
     if table["rank_low"].isna().all():
         return v  # no rank intervals: no verdict
-    may_be_best = {n for n in names if _finite(table.loc[n, "rank_low"]) == 1}
-    v.best = [leader] + [n for n in others if n in may_be_best
-                         or (runs[n] is not None and not v.significant(n))]
+    v.best = [n for n in names if bool(table.loc[n, "best_group"])]
     return v
 
 
@@ -600,10 +613,10 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
     text = [
         "Rank 95 % is the interval of each candidate's rank over 1,000 draws of the "
         "candidates' means from their task-clustered joint sampling distribution; P(best) "
-        "is the share of draws it is best in. A candidate is tied with the leader when its "
-        "rank interval includes 1 (it may be best) or its difference from the leader, on "
-        "the tasks both ran, is not significant after Holm's adjustment; for a candidate "
-        "that ran none of the leader's tasks only the rank interval can tell.",
+        "is the share of draws it is best in. A candidate is tied for best when it is one of "
+        "the candidates that may be best at 95 % confidence (a permutation test over "
+        "tasks); the comparisons with the leader below show the paired differences and do "
+        "not decide the tie.",
     ]
     # compare_metrics' notes on its own pairwise table: the report shows _versus' instead
     notes = [n for n in ranking.notes if "(p_holm)" not in n and not n.startswith("pairwise")]
@@ -611,7 +624,7 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
     if apart:
         notes.append(
             f"{_listing(apart)} ran none of the tasks the leader ran: no paired comparison "
-            "with it, so only the rank interval tells whether they may be best")
+            "with it")
     sets = d.valued.groupby(d.by)[_LABEL].agg(lambda s: frozenset(s))
     if sets.nunique() > 1:
         notes.append(
@@ -1181,30 +1194,57 @@ def build_sections(
         :class:`metrickit.RewardSpec`.
     """
     _check_spec(spec)
-    d = _prepare(trials, value, by)
+    datas = _prepare(trials, value, by)
+    d = datas[0]  # the value ranked first: the costs and the spec read it
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     n_tasks = int(d.all[_LABEL].nunique())
-    headline, _, versus = _headline(d)
-    best = versus.best if versus is not None else []
-    sections = [_overview(d, n_tasks), headline, _pass_at_k(d)]
-    trade = _tradeoff(d, best)
-    if trade is not None:
-        sections.append(trade)
-    sections += [_heatmap(d), _flips(d, versus), _errors(d), _costs(d)]
+    headlines, rest = [], []
+    for i, x in enumerate(datas):
+        headline, _, versus = _headline(x)
+        best = versus.best if versus is not None else []
+        keyed = [_pass_at_k(x), _tradeoff(x, best), _heatmap(x), _flips(x, versus)]
+        headlines += _keyed([headline], x.value, len(datas), i)
+        rest += _keyed([k for k in keyed if k is not None], x.value, len(datas), i)
+    sections = [_overview(datas, n_tasks), *headlines, *rest, _errors(d), _costs(d)]
     if spec is not None:
         sections.append(_spec_section(d, spec, spec_source))
     process = shlex.join(sys.argv) if sys.argv and sys.argv[0] else ""
     sections.append(_provenance(d, command, process, generated))
     return {
         "sections": sections,
-        "value": d.value,
+        "value": ", ".join(x.value for x in datas),
         "by": d.by,
         "generated": generated,
         "version": _version("metrickit"),
         "subtitle": (f"{_count(len(d.all), 'trial')} · {_count(len(d.candidates), 'candidate')} · "
-                     f"{n_tasks} tasks · value {d.value!r} · generated {generated}"),
+                     f"{n_tasks} tasks · {_values_shown(datas)} · generated {generated}"),
         "candidates": d.candidates,
     }
+
+
+def _values_shown(datas: list[_Data]) -> str:
+    if len(datas) == 1:
+        return f"value {datas[0].value!r}"
+    return "values " + ", ".join(repr(x.value) for x in datas)
+
+
+def _keyed(sections: list[Section], key: str, n_keys: int, i: int) -> list[Section]:
+    """The sections of one of several reward keys, headed by it. The first key keeps the
+    plain anchors (those of a one-key report); each further key's anchors, table ids and
+    image names end in ``-<key>``, so none is written twice."""
+    if n_keys == 1:
+        return sections
+    suffix = "" if i == 0 else "-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", key).strip("-")
+                                      or str(i))
+    for section in sections:
+        section.heading = f"{section.heading}: {key}"
+        section.id += suffix
+        for block in section.blocks:
+            if isinstance(block, Table) and block.id:
+                block.id += suffix
+            elif isinstance(block, Figure):
+                block.name += suffix
+    return sections
 
 
 def _environment() -> Any:
@@ -1262,8 +1302,10 @@ def report(
         files in ``<stem>_files/`` beside it; anything else one HTML file with the plots
         inside it.
     value
-        The reward column to rank by; default the table's only reward key with values,
-        else ``reward``.
+        The reward column to rank by; default every reward key with values, each with its
+        own headline, ranking and comparisons (``reward`` first where the table has it), as
+        Harbor reports every key of a multi-dimensional reward. The costs and the spec
+        read the first.
     spec
         A :class:`metrickit.RewardSpec`: adds the spec and the candidates ranked by it
         (accuracy = ``value``, speed = ``total_ms``, cost = ``cost_usd``).

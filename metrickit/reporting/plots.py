@@ -42,6 +42,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from metrickit._core.display import LABEL_WIDTH as _LABEL_WIDTH
+from metrickit._core.display import ellipsize as _ellipsize
+from metrickit._core.display import short_labels
 from metrickit.reporting.numbers import share
 
 __all__ = [
@@ -58,6 +61,8 @@ __all__ = [
     "pareto_front",
     "rank_bump",
     "reward_distribution",
+    "score_by_limit",
+    "score_by_limit_table",
     "short_labels",
     "style",
     "summary",
@@ -109,8 +114,6 @@ STYLE: dict[str, Any] = {
     "text.parse_math": False,
 }
 
-_LABEL_WIDTH = 32  # characters of a candidate name kept in ticks, legends and labels
-_PART = " · "  # between the parts of a candidate label (metrickit._core.identity.SEP)
 _CHAR_IN = 0.075  # inches a character of a tick label takes, at the style's 8 pt
 _TITLE_WIDTH = 60
 
@@ -231,111 +234,6 @@ def _counted(frame: Any, by: str | Sequence[str], where: str) -> Any:
 # -- labels and units ------------------------------------------------------------------------
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".txt", ".gz", ".zst", ".bz2")
-
-
-def _ellipsize(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters around a middle ellipsis (start and end kept,
-    since model names differ in their version suffix)."""
-    if len(text) <= width:
-        return text
-    tail = (width - 1) // 2
-    head = width - 1 - tail
-    return text[:head] + "…" + text[-tail:]
-
-
-def _stem(text: str) -> str:
-    name = text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    while name.lower().endswith(_FILE_SUFFIXES):
-        name = name[: name.rfind(".")]
-    return name
-
-
-def short_labels(names: Sequence[Any], *, width: int = _LABEL_WIDTH) -> list[str]:
-    """Short, still distinct, display names for candidates.
-
-    File names (``…/runs/steady.jsonl``: every name ends in a data-file suffix such as
-    ``.jsonl``) become their stems, a prefix every name shares up
-    to a ``/`` (``openrouter/``) is dropped, so is a part every name shares after a ``__``
-    (the data set in Harbor's ``agent__model__dataset`` evaluation names) and a part every
-    candidate label has (``agent · model · harness=pi``: the ``·``-separated parts). When a
-    name is longer than ``width`` characters, a provider before a model goes
-    (``anthropic/claude-opus-4.5``), then the end of the first part (the agent) to no less
-    than 4 characters, so the model stays whole; a name still too long keeps its start and
-    end around an ellipsis. A step that would make two names equal is skipped.
-
-    Examples
-    --------
-    >>> short_labels(["openrouter/openai/gpt-5", "openrouter/google/gemini-2.5-pro"])
-    ['openai/gpt-5', 'google/gemini-2.5-pro']
-    >>> short_labels(["/data/runs/flaky.jsonl", "/data/runs/steady.jsonl"])
-    ['flaky', 'steady']
-    >>> short_labels(["codex__gpt-5__terminal-bench", "codex__gpt-5-mini__terminal-bench"])
-    ['codex__gpt-5', 'codex__gpt-5-mini']
-    >>> short_labels(["pi-agent · gpt-5 · harness=pi", "pi-agent · gpt-5 · harness=thin"])
-    ['harness=pi', 'harness=thin']
-    >>> short_labels(["terminus-2 · anthropic/claude-opus-4.5", "codex · gpt-5-mini"], width=24)
-    ['termi… · claude-opus-4.5', 'codex · gpt-5-mini']
-    """
-    labels = ["" if n is None else str(n) for n in names]
-
-    def distinct(candidate: list[str]) -> bool:
-        return len(set(candidate)) == len(set(labels)) and all(candidate)
-
-    if all(s.lower().endswith(_FILE_SUFFIXES) for s in labels):
-        stems = [_stem(s) for s in labels]
-        if distinct(stems):
-            labels = stems
-    parts = [s.split(_PART) for s in labels]
-    if len(set(labels)) > 1 and all(len(p) > 1 for p in parts):
-        shared = set(parts[0]).intersection(*parts[1:])
-        kept = [_PART.join(x for x in p if x not in shared) for p in parts]
-        if shared and distinct(kept):
-            labels = kept
-    if len(set(labels)) > 1:
-        prefix = labels[0][: next((i for i, chars in enumerate(zip(*labels, strict=False))
-                                   if len(set(chars)) > 1), min(map(len, labels)))]
-        cut = prefix.rfind("/") + 1
-        if cut and distinct([s[cut:] for s in labels]):
-            labels = [s[cut:] for s in labels]
-    if len(set(labels)) > 1:
-        reversed_labels = [s[::-1] for s in labels]
-        suffix = labels[0][len(labels[0]) - next(
-            (i for i, chars in enumerate(zip(*reversed_labels, strict=False))
-             if len(set(chars)) > 1), min(map(len, labels))):]
-        cut = suffix.find("__")
-        if cut >= 0:
-            drop = len(suffix) - cut
-            if distinct([s[:-drop] for s in labels]):
-                labels = [s[:-drop] for s in labels]
-    if any(len(s) > width for s in labels):
-        # a provider before the model (anthropic/claude-opus-4.5): the model is what tells
-        stripped = [_PART.join(_model_part(x) for x in s.split(_PART)) for s in labels]
-        if distinct(stripped):
-            labels = stripped
-    shortened = [_fit(s, width) for s in labels]
-    return shortened if distinct(shortened) else labels
-
-
-def _model_part(part: str) -> str:
-    """``provider/model`` as ``model`` (a part with no space; anything else unchanged)."""
-    if "/" not in part or " " in part or part.endswith("/"):
-        return part
-    return part.rsplit("/", 1)[-1]
-
-
-def _fit(label: str, width: int) -> str:
-    """``label`` in ``width`` characters: the first part of ``agent · model · ...`` is cut
-    first (to no less than 4 characters), so the model stays whole when it fits; then the
-    middle of the rest."""
-    if len(label) <= width:
-        return label
-    parts = label.split(_PART)
-    if len(parts) > 1:
-        over = len(label) - width
-        room = len(parts[0]) - over - 1
-        if room >= 4:
-            return _PART.join([parts[0][:room] + "…", *parts[1:]])
-    return _ellipsize(label, width)
 
 
 @dataclass(frozen=True)
@@ -523,24 +421,42 @@ def _place_labels(
 ) -> tuple[list[Any], list[Any]]:
     """Place point labels so no two overlap and none covers a marker or leaves the Axes.
 
-    adjustText moves them apart first; then :func:`_repair_labels`. ``texts`` come in
-    priority order, ``sizes`` are the markers' areas (points²) per point. Returns the
-    labels kept and the leader lines.
+    Labels already clear of each other, of every marker and of the Axes' edges stay where
+    they are (adjustText, which imports ``scipy.spatial`` and ``scipy.sparse``, is then
+    not imported at all); otherwise adjustText moves them apart first, then
+    :func:`_repair_labels`. ``texts`` come in priority order, ``sizes`` are the markers'
+    areas (points²) per point. Returns the labels kept and the leader lines.
     """
-    from adjustText import adjust_text
-
     if not texts:
         return [], []
     fig = ax.figure
     fig.draw_without_rendering()  # the layout settles first: adjustText works in pixels
     with _settled(fig):
         markers = _marker_boxes(ax, xs, ys, sizes)
+        if _all_clear(ax, texts, markers):
+            return list(texts), []
+        from adjustText import adjust_text
+
         _, arrows = adjust_text(
             texts, x=np.asarray(xs), y=np.asarray(ys), ax=ax, objects=markers or None,
             **_ADJUST, arrowprops=_LEADER,
         )
         arrows = list(arrows)
         return _repair_labels(ax, texts, xs, ys, sizes, arrows), arrows
+
+
+def _all_clear(ax: Any, texts: list[Any], markers: list[Any]) -> bool:
+    """Every label inside the Axes and off every marker and every earlier label: what
+    :func:`_repair_labels` accepts, so nothing needs to move."""
+    renderer = ax.figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    taken = list(markers)
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        if not _clear(box, inside, taken):
+            return False
+        taken.append(box)
+    return True
 
 
 @contextmanager
@@ -1697,4 +1613,245 @@ def history(table: Any, *, value: str = "reward", by: str = "candidate", ax: Any
         _legend(ax, lines, labels, fontsize="small", frameon=False, loc="best")
     _set_title(ax, f"{unit.label.capitalize()} run by run",
                "mean per run with its 95% interval (task-clustered)")
+    return ax
+
+
+# -- score by budget -------------------------------------------------------------------------
+
+_LIMITS = {"total_ms": "time", "agent_execution_ms": "agent time", "cost_usd": "cost",
+           "n_output_tokens": "output tokens", "n_input_tokens": "input tokens"}
+
+
+def score_by_limit_table(
+    trials: Any,
+    *,
+    limit: str = "total_ms",
+    value: str | None = None,
+    by: str = "candidate",
+    budgets: Sequence[float] | None = None,
+    n_budgets: int = 40,
+    failed: float = 0.0,
+    unmeasured: str = "raise",
+    policy: Any = "0.25",
+    confidence: float = 0.95,
+) -> Any:
+    """Each candidate's score if every trial were cut at a budget of ``limit``.
+
+    A trial whose ``limit`` (time, cost, tokens) is above the budget counts as failed
+    (``value`` = ``failed``, 0 by default); the others keep their value. At each budget
+    the score is metrickit's estimand (the mean over tasks of each task's mean over its
+    counted attempts) with the default interval (:func:`metrickit.compute.stats.mean_ci`:
+    Wilson for 0/1 values, t cut to the range otherwise, both task-clustered where tasks
+    repeat). At the largest budget (the default grid ends at the largest value measured)
+    the score is the candidate's plain score.
+
+    Parameters
+    ----------
+    limit
+        The column to budget: ``"total_ms"`` (default, the whole trial),
+        ``"agent_execution_ms"``, ``"cost_usd"``, ``"n_output_tokens"``, or any numeric
+        column of the trial table.
+    value
+        The reward column; default the table's only reward key.
+    budgets
+        The budgets (in the column's own unit: ms, dollars, tokens); default ``n_budgets``
+        points from the smallest to the largest value measured, evenly spaced on a log
+        scale when the values span 30x or more.
+    failed
+        The value a trial over the budget gets.
+    unmeasured
+        A counted trial without a ``limit`` value: ``"raise"`` (default: the error says
+        how many), ``"fail"`` (over every budget) or ``"keep"`` (within every budget).
+    policy, confidence
+        Which trials count (:func:`metrickit._core.frame.counted_trials`); the level.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (candidate, budget): ``by``, ``budget``, ``mean``, ``ci_low``,
+        ``ci_high``, ``method``, ``n`` (trials), ``n_tasks``, ``n_over`` (trials over the
+        budget). ``.attrs`` holds ``limit``, ``value``, ``by`` and ``notes``.
+
+    Raises
+    ------
+    MetrickitError
+        A missing column, a negative or non-numeric limit, unmeasured trials under
+        ``unmeasured="raise"``, an unknown ``unmeasured``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import metrickit as mk
+    >>> df = pd.DataFrame({"id": ["q1", "q2", "q3"], "ok": [1, 1, 0],
+    ...                    "ms": [100.0, 900.0, 50.0]})
+    >>> t = mk.trials_from_frame(df, task="id", reward="ok", latency_ms="ms")
+    >>> table = mk.plots.score_by_limit_table(t, budgets=[100, 1000])
+    >>> table[["budget", "mean", "n_over"]].round(3)
+       budget   mean  n_over
+    0   100.0  0.333       1
+    1  1000.0  0.667       0
+    """
+    import pandas as pd
+
+    from metrickit.compute.intervals import grouped_intervals
+    from metrickit.compute.tables import task_codes, value_column
+    from metrickit.errors import MetrickitError
+
+    if unmeasured not in ("raise", "fail", "keep"):
+        raise MetrickitError(
+            f"unmeasured={unmeasured!r}; expected 'raise', 'fail' (over every budget) or "
+            "'keep' (within every budget)"
+        )
+    from metrickit._core.frame import counted_trials
+
+    _counted(trials, by, "score_by_limit")
+    counted = counted_trials(trials, policy=policy)
+    df = _as_pandas(counted.frame).reset_index(drop=True)
+    notes = counted.notes()
+    if limit not in df.columns:
+        raise MetrickitError(
+            f"score_by_limit: limit={limit!r} is not a column of the table; limits are "
+            "time ('total_ms', 'agent_execution_ms'), cost ('cost_usd') or tokens "
+            f"('n_output_tokens'); columns are {list(df.columns)}"
+        )
+    column = value_column(df, value)
+    x = pd.to_numeric(df[column]).to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        spent = pd.to_numeric(df[limit]).to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise MetrickitError(
+            f"score_by_limit: limit={limit!r} is not numeric (e.g. {df[limit].iloc[0]!r})"
+        ) from None
+    if (spent < 0).any():
+        row = int(np.argmax(spent < 0))
+        raise MetrickitError(
+            f"score_by_limit: {limit!r} is {spent[row]!r} at row {row}; a budget column "
+            "holds amounts >= 0"
+        )
+    na = np.isnan(x)
+    if na.any():
+        notes.append(f"{int(na.sum()):,} trial(s) without {column!r} (missing, NA) left out")
+    lacking = np.isnan(spent) & ~na
+    if lacking.any():
+        if unmeasured == "raise":
+            raise MetrickitError(
+                f"score_by_limit: {int(lacking.sum()):,} of {len(df):,} counted trial(s) have "
+                f"no {limit!r} (the first at row {int(np.argmax(lacking))}): pass "
+                "unmeasured='fail' to count them over every budget or 'keep' to count them "
+                "within every budget"
+            )
+        spent = np.where(lacking, np.inf if unmeasured == "fail" else -np.inf, spent)
+        notes.append(
+            f"{int(lacking.sum()):,} trial(s) without {limit!r} counted "
+            + ("over every budget (failed)" if unmeasured == "fail" else "within every budget")
+        )
+    codes, names = pd.factorize(df[by], sort=True)
+    if (codes < 0).any():
+        raise MetrickitError(f"score_by_limit: {int((codes < 0).sum()):,} trial(s) have no {by!r}")
+    units, _ = task_codes(df, "auto")
+    measured = spent[np.isfinite(spent) & ~na]
+    if budgets is None:
+        if not measured.size:
+            raise MetrickitError(f"score_by_limit: no trial has a value of {limit!r}")
+        lo, hi = float(measured.min()), float(measured.max())
+        if _spans_decades(measured):
+            lo = float(measured[measured > 0].min())
+            grid = np.geomspace(lo, hi, n_budgets)
+        else:
+            grid = np.linspace(lo, hi, n_budgets) if hi > lo else np.array([hi])
+        grid[-1] = hi  # exactly the largest value: the full score
+    else:
+        grid = np.unique(np.asarray(budgets, dtype=np.float64))
+    frames = []
+    n_groups = len(names)
+    for budget in grid:
+        over = spent > budget
+        cut = np.where(na, np.nan, np.where(over, failed, x))
+        gi = grouped_intervals(codes.astype(np.intp), n_groups, cut, clusters=units,
+                               confidence=confidence)
+        n_tasks = (gi.n if units is None else np.array([
+            np.unique(units[(codes == i) & ~na]).size for i in range(n_groups)]))
+        frames.append(pd.DataFrame({
+            by: list(names), "budget": budget, "mean": gi.mean, "ci_low": gi.low,
+            "ci_high": gi.high, "method": gi.method, "n": gi.n.astype(int),
+            "n_tasks": np.asarray(n_tasks, dtype=int),
+            "n_over": np.bincount(codes, weights=over & ~na, minlength=n_groups).astype(int),
+        }))
+    table = pd.concat(frames, ignore_index=True).sort_values([by, "budget"], kind="stable")
+    no_value = [names[i] for i in range(n_groups) if not (~na & (codes == i)).any()]
+    if no_value:
+        table = table[~table[by].isin(no_value)]
+        notes.append(
+            f"{len(no_value)} {by}(s) have no {column!r} (missing, NA: their evaluation has "
+            f"no such key), not shown: {', '.join(map(repr, no_value[:3]))}"
+        )
+    table = table.reset_index(drop=True)
+    table.attrs.update(limit=limit, value=column, by=by, notes=notes, failed=failed)
+    return table
+
+
+def _as_pandas(frame: Any) -> Any:
+    from metrickit.compute.tables import as_pandas
+
+    return as_pandas(frame)
+
+
+@_styled
+def score_by_limit(
+    trials: Any,
+    *,
+    limit: str = "total_ms",
+    value: str | None = None,
+    by: str = "candidate",
+    budgets: Sequence[float] | None = None,
+    unmeasured: str = "raise",
+    table: Any = None,
+    ax: Any = None,
+) -> Any:
+    """Each candidate's score against a budget of time, cost or tokens, with its interval.
+
+    One line per candidate over a grid of budgets, with a band for its interval: the
+    score if every trial were cut at that budget (a trial over it counts as failed). The
+    numbers are :func:`score_by_limit_table`'s (pass ``table=`` to draw one already
+    computed); see there for the parameters.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    t = table if table is not None else score_by_limit_table(
+        trials, limit=limit, value=value, by=by, budgets=budgets, unmeasured=unmeasured)
+    limit, value, by = t.attrs.get("limit", limit), t.attrs.get("value", value), t.attrs.get(
+        "by", by)
+    names = list(dict.fromkeys(t[by]))
+    labels = short_labels(names)
+    budgets_all = t["budget"].to_numpy(dtype=float)
+    unit = unit_for(limit, budgets_all)
+    log = _spans_decades(budgets_all)
+    longest = max((len(s) for s in labels), default=10)
+    ax = _axes(ax, (max(6.0, 4.2 + longest * _CHAR_IN), 3.8))
+    _dress(ax)
+    handles = []
+    for i, name in enumerate(names):
+        part = t[t[by] == name]
+        colour = PALETTE[i % len(PALETTE)]
+        xs = unit(part["budget"])
+        (line,) = ax.plot(xs, part["mean"], color=colour, linewidth=1.6,
+                          drawstyle="steps-post")
+        ax.fill_between(xs, part["ci_low"], part["ci_high"], color=colour, alpha=0.15,
+                        linewidth=0, step="post")
+        handles.append(line)
+    if log:
+        ax.set_xscale("log")
+    _format_axis(ax.xaxis, unit, log=log)
+    ax.yaxis.set_major_formatter(_plain_formatter())
+    _constant_limits(ax.set_ylim, t[["ci_low", "ci_high", "mean"]].to_numpy())
+    ax.set_xlabel(f"budget: {unit.label}")
+    ax.set_ylabel(f"mean {value}")
+    _legend(ax, handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    name = _LIMITS.get(limit, limit.replace("_", " "))
+    methods = _methods(t["method"])
+    _set_title(ax, f"{value} within a {name} budget",
+               f"a trial over the budget counts as failed ({t.attrs.get('failed', 0):g}); "
+               f"band: 95% interval ({methods})")
     return ax

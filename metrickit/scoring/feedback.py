@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.display import result_html, result_repr
 from metrickit.errors import ScorerError
 
 __all__ = [
@@ -316,13 +317,14 @@ class FeedbackReport:
         return (self.names_expected / self.failing_with_expected
                 if self.failing_with_expected else math.nan)
 
-    def summary(self) -> dict[str, float]:
-        """The headline numbers as one dict (e.g. a column of a side-by-side table)."""
+    def summary(self) -> dict[str, float | int]:
+        """The headline numbers as one dict (e.g. a column of a side-by-side table);
+        counts are ints, shares and lengths floats."""
         rows = self.rows
         with_feedback = rows[rows["feedback"].notna()]
         return {
-            "cases": float(self.n_cases),
-            "with feedback": float(self.n_feedback),
+            "cases": int(self.n_cases),
+            "with feedback": int(self.n_feedback),
             "distinct share": self.distinct_share,
             "distinct share (failing)": self.failing_distinct_share,
             "generic share": float(with_feedback["generic"].mean()) if len(with_feedback)
@@ -330,7 +332,7 @@ class FeedbackReport:
             "empty share": float(with_feedback["empty"].mean()) if len(with_feedback)
             else math.nan,
             "median length": self.lengths.get("median", math.nan),
-            "failing": float(self.failing),
+            "failing": int(self.failing),
             "failing naming expected": self.names_expected_share,
         }
 
@@ -362,11 +364,16 @@ class FeedbackReport:
                              f"(mean score {row.mean_score:.3g})")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        import html
+    def _display(self) -> tuple[str, Any, list[str]]:
+        lines = str(self).splitlines()
+        end = lines.index("  most common:") if "  most common:" in lines else len(lines)
+        return "\n".join(lines[:end]), self.top, []
 
-        head = "<br>".join(html.escape(line) for line in str(self).splitlines()[:4])
-        return f"<div><p>{head}</p>{self.top.to_html(index=False)}</div>"
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), title="FeedbackReport")
+
+    def __repr__(self) -> str:
+        return result_repr("FeedbackReport", *self._display())
 
 
 def _count(n: int, noun: str) -> str:

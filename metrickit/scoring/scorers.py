@@ -18,7 +18,6 @@ What runs user code, and where:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import html
 import importlib.util
 import math
 import os
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from metrickit._core.display import result_html, result_repr
 from metrickit.errors import ScorerError
 from metrickit.scoring.contract import (
     CASE_FIELDS,
@@ -310,29 +310,34 @@ class ContractReport:
             lines += [f"  ! {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        esc = html.escape
-        colour = "#1a7f37" if self.ok else "#cf222e"
-        parts = [f"<div><b>Scorer <code>{esc(self.scorer)}</code>: "
-                 f"<span style='color:{colour}'>{esc(self._headline())}</span></b>"]
-        if self.problems:
-            parts.append("<ul>" + "".join(f"<li>{esc(p)}</li>" for p in self.problems) + "</ul>")
-        if self.entries:
-            parts.append("<table><thead><tr><th>case</th><th>status</th><th>returned</th>"
-                         "<th>problems</th><th>ms</th></tr></thead><tbody>")
-            for e in self.entries:
-                status = "ok" if e.ok else "<b style='color:#cf222e'>FAIL</b>"
-                problems = "<br>".join(esc(p) for p in e.problems)
-                ms = "" if e.duration_ms is None else f"{e.duration_ms:.3g}"
-                parts.append(f"<tr><td>{esc(e.label)}</td><td>{status}</td>"
-                             f"<td><code>{esc(e.returned or '')}</code></td>"
-                             f"<td style='text-align:left'>{problems}</td><td>{ms}</td></tr>")
-            parts.append("</tbody></table>")
+    @property
+    def table(self) -> Any:
+        """One row per checked case, failures first (pandas): ``case``, ``status``,
+        ``returned``, ``problems``, ``ms``."""
+        import pandas as pd
+
+        entries = sorted(self.entries, key=lambda e: e.ok)  # stable: failures first
+        return pd.DataFrame({
+            "case": [e.label for e in entries],
+            "status": ["ok" if e.ok else "FAIL" for e in entries],
+            "returned": [e.returned or "" for e in entries],
+            "problems": ["; ".join(e.problems) for e in entries],
+            "ms": [math.nan if e.duration_ms is None else e.duration_ms for e in entries],
+        }, columns=["case", "status", "returned", "problems", "ms"])
+
+    def _display(self) -> tuple[str, Any, list[str]]:
+        notes = list(self.problems)
         if self.warnings:
-            parts.append("<p><b style='color:#9a6700'>Feedback warnings</b></p><ul>"
-                         + "".join(f"<li>{esc(w)}</li>" for w in self.warnings) + "</ul>")
-        parts.append("</div>")
-        return "".join(parts)
+            notes += [f"Feedback warnings (not failures): {len(self.warnings)}",
+                      *self.warnings]
+        return (f"Scorer {self.scorer}: {self._headline()}",
+                self.table if self.entries else None, notes)
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), title="ContractReport")
+
+    def __repr__(self) -> str:
+        return result_repr("ContractReport", *self._display())
 
 
 

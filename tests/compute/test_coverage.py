@@ -1,5 +1,5 @@
 """Every default interval and test against known truth: a reduced, seeded run of
-benchmarks/coverage.py (the full table is in the README under "How sure are we?").
+benchmarks/coverage.py (the full table is in docs/guides/how-sure.md).
 
 Deterministic: fixed seeds, so a failure is a change in behaviour, not bad luck.
 """
@@ -257,10 +257,10 @@ def test_skewed_costs_cover_or_say_so():
 
 
 def test_identical_candidates_all_in_the_best_set():
-    rows = list(coverage.identical(100))
+    rows = list(coverage.identical(60))
     for r in rows:
         if r.scenario == "identical":
-            assert r.observed >= 0.90, r  # 100 data sets: ~0.025 Monte-Carlo error
+            assert r.observed >= 0.88, r  # 60 data sets: ~0.03 Monte-Carlo error
 
 
 def test_close_candidates_rank_sets_hold_and_p_best_is_calibrated():
@@ -278,3 +278,10 @@ def test_a_clearly_worse_candidate_is_out_of_the_best_set_on_few_tasks():
     assert list(ri.best_group) == [True, True, False]
     assert list(ri.rank_low) == [1, 1, 3] and list(ri.rank_high) == [2, 2, 3]
     assert ri.p_best[2] == 0.0 and abs(ri.p_best[0] - 0.5) < 0.1
+
+
+def test_identical_candidates_on_uneven_tasks_are_all_in_the_best_set():
+    # the power to leave clearly worse ones out: test_ranking_calibration.py and the
+    # benchmark's ``many`` scenario
+    (row,) = coverage.identical_uneven(30)
+    assert row.observed >= 0.87, row  # 30 data sets: ~0.04 Monte-Carlo error

@@ -140,3 +140,87 @@ def test_an_expression_that_aggregates_gets_its_value_and_says_why_it_has_no_int
         "agg", "ci_method"]
     assert table.loc["rows", "ci_low"] < table.loc["rows", "value"] < table.loc["rows", "ci_high"]
     assert any("'agg': no rank interval" in n for n in cmp.notes)
+
+
+def _repeated(seed: int, n_tasks: int, attempts: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    level = rng.lognormal(0, 1, (n_tasks, 1))
+    x = level * rng.lognormal(0, 0.3, (n_tasks, attempts))
+    x[0, 1:] = 50.0  # one task's extra attempts would pull a quantile over trials up
+    return pd.DataFrame({"task_name": np.repeat([f"t{i}" for i in range(n_tasks)], attempts),
+                         "reward": x.ravel()})
+
+
+def test_quantile_value_and_interval_are_over_task_means():
+    from metrickit.compute.intervals import quantile_ci
+
+    df = _repeated(1, 40)
+    c = mk.compare_metrics(df, [mk.quantile(0.9, key="reward"), mk.metric(
+        "median", "reward", agg="median")], by=None)
+    for metric, q in (("q0.9", 0.9), ("median", 0.5)):
+        row = c.table.set_index("metric").loc[metric]
+        iv = quantile_ci(df["reward"], q, clusters=df["task_name"])
+        assert (row["value"], row["ci_low"], row["ci_high"]) == (iv.estimate, iv.low, iv.high)
+        assert row["ci_method"].startswith("order-statistic")
+        assert row["harbor_value"] == np.quantile(df["reward"], q)  # over trials
+    assert mk.quantile(0.9).q == 0.9
+
+
+def test_quantile_of_few_tasks_carries_the_note():
+    c = mk.compare_metrics(_repeated(2, 8), [mk.quantile(0.9, key="reward")], by=None)
+    assert "few tasks (8) for the 0.9 quantile" in c.table["ci_method"].iloc[0]
+    none = mk.compare_metrics(_repeated(2, 8), [mk.quantile(0.9, key="reward")], by=None,
+                              ci="none").table.iloc[0]
+    assert none["value"] == c.table["value"].iloc[0]  # the same estimand without interval
+
+
+def test_sum_interval_is_sum_ci_over_tasks():
+    from metrickit.compute.intervals import sum_ci
+
+    df = _repeated(3, 12)
+    c = mk.compare_metrics(df, [mk.metric("total", "reward", agg="sum")], by=None)
+    row = c.table.iloc[0]
+    iv = sum_ci(df["reward"], clusters=df["task_name"])
+    assert (row["value"], row["ci_low"], row["ci_high"]) == pytest.approx(
+        (iv.estimate, iv.low, iv.high))
+    assert row["ci_method"].startswith(iv.method)
+
+
+def test_compare_metrics_quantile_and_sum_cover_or_say_so():
+    # reduced seeded version of benchmarks/coverage_power.py's quantile and sum cells,
+    # through compare_metrics (the old percentile bootstrap covered 0.62-0.89, no note)
+    rng = np.random.default_rng(7)
+    truth_q = float(np.exp(1.0 * sps.norm.ppf(0.9)))
+    shown = 0
+    for _ in range(60):
+        df = pd.DataFrame({"task_name": [f"t{i}" for i in range(10)],
+                           "reward": rng.lognormal(0, 1, 10)})
+        row = mk.compare_metrics(df, [mk.quantile(0.9, key="reward")], by=None).table.iloc[0]
+        shown += (row["ci_low"] <= truth_q <= row["ci_high"]) or "few tasks" in row["ci_method"]
+    assert shown == 60
+    covered = 0
+    for _ in range(60):
+        rates = rng.beta(0.6, 0.6, 30)
+        x = (rng.random((30, 3)) < rates[:, None]).astype(float)
+        df = pd.DataFrame({"task_name": np.repeat(np.arange(30), 3), "reward": x.ravel()})
+        row = mk.compare_metrics(df, [mk.metric("s", "reward", agg="sum")], by=None).table
+        covered += row["ci_low"].iloc[0] <= 45 <= row["ci_high"].iloc[0]
+    assert covered >= 54
+
+
+def test_a_metric_can_state_its_own_interval_and_notes():
+    from metrickit.compute.intervals import Interval
+
+    def state(frame, confidence):
+        n = len(frame)
+        return mk.StatedInterval(Interval(0.5, 0.25, 0.75, math.nan, n, "mine", confidence,
+                                          note="my caveat"),
+                                 harbor_value=0.4, notes=("about mine",))
+
+    m = mk.Metric("own", values=lambda nf: {"own": np.zeros(len(nf))}, stated=state)
+    c = mk.compare_metrics(_repeated(4, 5), [m], by=None)
+    row = c.table.iloc[0]
+    assert (row["value"], row["ci_low"], row["ci_high"], row["harbor_value"]) == (
+        0.5, 0.25, 0.75, 0.4)
+    assert row["ci_method"] == "mine (my caveat)"
+    assert "about mine" in c.notes

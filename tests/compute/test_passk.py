@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import sys
 import tempfile
 import warnings
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from harbor_jobs_helpers import FIXTURES, harbor_pass_at_k, write_trial
 from hypothesis import example, given, settings
@@ -190,3 +194,87 @@ def test_bad_arguments_raise_stats_errors():
     for k in (0, -1, 1.5, True, [2, "3"]):
         with pytest.raises(mk.StatsError, match="expected positive integers"):
             pass_at_k(trials, k=k)
+
+
+# --- uncertainty: intervals over tasks and the best set ----------------------------------
+
+_bench_spec = importlib.util.spec_from_file_location(
+    "coverage_power_bench", Path(__file__).parents[2] / "benchmarks" / "coverage_power.py"
+)
+assert _bench_spec is not None and _bench_spec.loader is not None
+bench = importlib.util.module_from_spec(_bench_spec)
+sys.modules["coverage_power_bench"] = bench
+_bench_spec.loader.exec_module(bench)
+
+
+def _frame(x: np.ndarray) -> pd.DataFrame:
+    k, n_tasks, attempts = x.shape
+    return pd.DataFrame({
+        "candidate": np.repeat([f"c{i}" for i in range(k)], n_tasks * attempts),
+        "task_name": np.tile(np.repeat([f"t{j}" for j in range(n_tasks)], attempts), k),
+        "reward": x.ravel().astype(int),
+    })
+
+
+def _table(x: np.ndarray) -> pd.DataFrame:
+    return mk.trials_from_frame(_frame(x), task="task_name", reward="reward",
+                                model="candidate")
+
+
+def test_pass_at_1_interval_is_breakdowns():
+    trials = mk.read_harbor_job(JOB_025)
+    row = pass_at_k(trials).table.set_index("k").loc[1]
+    ref = mk.breakdown(trials).iloc[0]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref["ci_low"], ref["ci_high"]))
+    assert row["note"] == "few tasks (6)" and bool(row["best_group"])
+
+
+def test_pass_at_k_interval_is_wilson_over_tasks_with_trials_over_k():
+    from scipy import stats
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(4)
+    x = rng.random((1, 40, 6)) < rng.beta(0.6, 0.6, 40)[None, :, None]
+    result = pass_at_k(_table(x), k=[3])
+    row = result.table.set_index("k").loc[3]
+    v = result.detail["pass@3"].to_numpy()
+    p, se = v.mean(), v.std(ddof=1) / math.sqrt(40)
+    n_eff = min(40 * 6 / 3, p * (1 - p) / se**2)
+    # Wilson at n_eff with the t quantile is statsmodels' Wilson at that level of z
+    z = stats.t.ppf(0.975, 39)
+    alpha = 2 * stats.norm.sf(z)
+    low, high = proportion_confint(p * n_eff, n_eff, alpha=alpha, method="wilson")
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
+    assert row["ci_low"] < row["pass_at_k"] < row["ci_high"]
+
+
+def test_identical_candidates_are_all_in_the_best_group_and_worse_ones_are_not():
+    rng = np.random.default_rng(7)
+    rates = rng.beta(0.6, 0.6, 40)
+    same = rng.random((3, 40, 8)) < rates[None, :, None]
+    worse = rng.random((1, 40, 8)) < (rates * 0.2)[None, :, None]
+    table = pass_at_k(_table(np.concatenate([same, worse]))).table
+    for _, part in table.groupby("k"):
+        flags = dict(zip(part["candidate"], part["best_group"], strict=True))
+        assert flags["c3"] is False or not flags["c3"]
+        assert all(flags[c] for c in ("c0", "c1", "c2"))
+
+
+def test_best_group_with_a_tuple_grouping():
+    rng = np.random.default_rng(8)
+    frame = _frame(rng.random((2, 12, 4)) < 0.5)
+    frame["agent"] = "x"
+    trials = mk.trials_from_frame(frame, task="task_name", reward="reward",
+                                  model="candidate", agent="agent")
+    table = pass_at_k(trials, by=["agent", "model"]).table
+    assert table["best_group"].all() and {"ci_low", "ci_high", "note"} <= set(table.columns)
+
+
+def test_pass_at_k_intervals_cover_and_ties_catch_identical_candidates():
+    rows = list(bench.passk(50))
+    for r in rows:
+        if r.method == "wilson over tasks":
+            assert r.observed >= 0.9 or r.flagged >= 0.5, r
+    apart, together = rows[-2], rows[-1]
+    assert apart.observed > 0.5  # identical candidates look different most of the time
+    assert together.observed >= 0.9  # and the best set keeps them together

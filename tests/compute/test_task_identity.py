@@ -40,3 +40,16 @@ def test_clusters_are_source_and_task():
     one_source = t[t["source"] == "gsm8k"]
     codes, _ = task_codes(one_source)
     assert len(np.unique(codes)) == 6
+
+
+def test_task_codes_keep_a_sourceless_task_apart_from_a_sources_task_of_that_spelling():
+    # source "s" task "x" and a task literally named "s/x" without a source are two tasks
+    # (their text labels would both read "s/x"); codes come from the two columns' codes
+    import pandas as pd
+
+    from metrickit.compute.tables import task_codes
+
+    df = pd.DataFrame({"task_name": ["x", "s/x", "x", "y"], "source": ["s", None, "s", None]})
+    codes, column = task_codes(df)
+    assert column == "task_name"
+    assert codes.tolist() == [0, 1, 0, 2]

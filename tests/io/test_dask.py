@@ -32,7 +32,7 @@ def client():
         threads_per_worker=1,
         host="127.0.0.1",
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",  # a free port: never collide with another process
         silence_logs=40,
     )
     with cluster, distributed.Client(cluster) as c:

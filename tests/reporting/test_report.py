@@ -69,8 +69,8 @@ def _valued(trials):
 def _tie_rule(valued, by="candidate", value="reward"):
     """The report's rule, spelled out with metrickit's public functions: the leader (rank
     1, then P(best)), each other candidate against it by compare_runs on the tasks both
-    ran, Holm over those comparisons; tied when the rank interval includes 1 or the
-    adjusted difference is not significant (or there is no task in common)."""
+    ran, Holm over those comparisons (shown, not deciding); tied for best: the candidates
+    of compare_metrics' best_group (the 95 % confidence set for the best), leader first."""
     ranking = mk.compare_metrics(valued, {value: value}, by=by, cluster="task")
     table = ranking.table.assign(order=range(len(ranking.table))).sort_values(
         ["rank", "p_best", "order"], ascending=[True, False, True]).set_index("group")
@@ -83,8 +83,7 @@ def _tie_rule(valued, by="candidate", value="reward"):
             runs[name] = None
         pvalues.append(runs[name].pvalue if runs[name] is not None else np.nan)
     p_holm = dict(zip(others, mk.ranking.holm(pvalues), strict=True))
-    best = [leader] + [n for n in others if table.loc[n, "rank_low"] == 1
-                       or (runs[n] is not None and not p_holm[n] < 0.05)]
+    best = [leader] + [n for n in others if table.loc[n, "best_group"]]
     return table, leader, others, runs, p_holm, best
 
 

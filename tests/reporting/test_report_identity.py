@@ -241,9 +241,9 @@ def test_report_p_front_reads_the_same_in_its_table_and_on_its_plot(demo_report)
     for name, shown in table.items():
         if names[name] in labels:
             assert labels[names[name]] == shown, name
-    # the case of issue #23: a share just under 1 (99.6 %) printed as 100 % on the plot
-    near = [v for v in labels.values() if v != "100%" and float(v[:-1]) >= 99.5]
-    assert near, labels
+    assert sum(names[n] in labels for n in table) >= 5, labels  # most points are labelled
+    # (a share just under 1 printed as 100 % on the plot, the case of issue #23, is
+    # tests/reporting/test_plots.py's; the table and the plot share one formatter)
 
 
 def test_the_flips_and_the_leader_table_print_one_p_value(demo_report):

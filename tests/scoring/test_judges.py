@@ -16,16 +16,13 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from scipy import stats as scipy_stats
 from sklearn.metrics import cohen_kappa_score
 
 import metrickit as mk
+from metrickit.compute.agreement import _alpha_jackknife, agreement, alpha_resampled
 from metrickit.compute.stats import mean_ci
-from metrickit.scoring.judges import (
-    _alpha_jackknife,
-    agreement,
-    alpha_resampled,
-    judge_repeatability,
-)
+from metrickit.scoring.judges import judge_repeatability
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "data" / "cases"
@@ -97,7 +94,15 @@ def test_repeatability_of_a_noisy_judge(judge, tickets):
     np.testing.assert_allclose(cases["sd"], by_case.std(ddof=1))
     flips = calls.groupby("case")["verdict"].nunique() > 1
     assert list(cases["flips"]) == list(flips)
-    assert result.flip_rate == pytest.approx(flips.mean())
+    # the flip rate counts pairs of calls on a case: with 4 calls, 6 pairs per case
+    def disagreeing(verdicts):
+        v = verdicts.to_numpy(dtype=bool)
+        return np.mean([v[i] != v[j] for i in range(len(v)) for j in range(i + 1, len(v))])
+    by_pairs = calls.groupby("case")["verdict"].apply(disagreeing)
+    np.testing.assert_allclose(cases["disagreement"], by_pairs)
+    assert result.flip_rate == pytest.approx(by_pairs.mean())
+    assert result.flip_pairs == 40 * 6
+    assert result.flip_rate < flips.mean()  # a case that flips once has agreeing pairs too
     # cases the judge always passes or always fails never flip
     p = [NoisyJudge.probability(f"Question: {m['message']}\nAnswer: {o}")
          for m, o in zip(tickets["input"], tickets["output"], strict=True)]
@@ -111,7 +116,8 @@ def test_repeatability_of_a_noisy_judge(judge, tickets):
     assert f"cases={len(cases)}" in str(result.mean)
     assert result.mean.method == "cluster-wilson" and result.mean.n_clusters == 40
     assert 0 < result.noise_share < 1
-    assert "flips on" in str(result) and "score >= 0.5" in str(result)
+    assert "disagree" in str(result) and "score >= 0.5" in str(result)
+    assert f"{int(flips.sum())} of 40 cases flip at least once" in str(result)
     assert "<table" in result._repr_html_()
 
 
@@ -191,6 +197,12 @@ def test_crashes_hangs_and_garbage_are_recorded_per_call():
     assert result.mean.estimate != pytest.approx(valid["score"].mean())
     assert result.mean.n_clusters == 5
     assert any("5 of 18 calls failed (3 cases)" in n for n in result.notes)
+    # a failed call is no verdict: case 1 keeps 2 valid calls (1 pair), case 2 too, case 0
+    # none (no pair); the flip rate counts the 1 + 1 + 3 + 3 + 3 pairs of valid calls
+    assert result.flip_pairs == 11 and result.cases["disagreement"].isna().tolist() == [
+        True, False, False, False, False, False]
+    assert result.flip_rate == pytest.approx(result.cases["disagreement"].mean())
+    assert any("1 case has fewer than two valid calls" in n for n in result.notes)
 
 
 def test_every_call_failing_raises_with_the_most_common_error():
@@ -374,7 +386,13 @@ def test_the_jackknife_values_are_leave_one_case_out():
     result = agreement(pd.DataFrame({"a": a, "b": b}), ["a", "b"])
     loo = np.array([cohen_kappa_score(np.delete(a, i), np.delete(b, i)) for i in range(25)])
     se = np.sqrt(24 / 25 * np.sum((loo - loo.mean()) ** 2))
-    assert result.kappa.method == "jackknife"
+    assert result.kappa.method == "jackknife-z"
+    # the interval is a t interval on the atanh scale, se carried there by the delta method
+    se_z = se / (1 - result.kappa.estimate ** 2)
+    t = scipy_stats.t.ppf(0.975, 24)
+    centre = np.arctanh(result.kappa.estimate)
+    assert result.kappa.low == pytest.approx(np.tanh(centre - t * se_z), rel=1e-9)
+    assert result.kappa.high == pytest.approx(np.tanh(centre + t * se_z), rel=1e-9)
     assert result.kappa.se == pytest.approx(se, rel=1e-9)
     data = _ratings(5, n=25)
     frame = pd.DataFrame(data.T, columns=["a", "b", "c"])
@@ -477,8 +495,10 @@ def test_agreement_bounds_stay_within_minus_one_and_one():
         for iv in (result.alpha, result.kappa):
             assert -1 <= iv.low <= iv.estimate <= iv.high <= 1
     jack = agreement(frame, ["a", "b"])
-    assert jack.kappa.low == -1 and jack.alpha.low == -1  # the t interval went below -1
+    # a t interval on the raw scale would run below -1; on the atanh scale it stays inside
     assert jack.kappa.estimate - 2 * jack.kappa.se < -1
+    assert -1 < jack.kappa.low < jack.kappa.estimate and jack.alpha.low > -1
+    assert "few cases (8)" in jack.kappa.note and "rare category" in jack.kappa.note
 
 
 def test_an_interval_with_no_width_says_so():
@@ -594,7 +614,7 @@ def test_ratio_agreement_refuses_negative_ratings():
 def test_the_ordinal_jackknife_equals_leaving_each_case_out():
     import numpy as np
 
-    from metrickit.scoring.judges import _alpha_jackknife, alpha_resampled
+    from metrickit.compute.agreement import _alpha_jackknife, alpha_resampled
 
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -607,3 +627,22 @@ def test_the_ordinal_jackknife_equals_leaving_each_case_out():
         fast = _alpha_jackknife(x, "ordinal")  # one values x values matrix per case
         assert np.array_equal(np.isnan(left_out), np.isnan(fast))
         assert np.allclose(left_out[~np.isnan(fast)], fast[~np.isnan(fast)], rtol=0, atol=1e-12)
+
+
+def test_the_flip_rate_is_unbiased_and_covers_when_calls_fail():
+    rows = list(_benchmark().flip_rates(200))
+    assert len(rows) == 9
+    for r in rows:
+        assert abs(r.bias) < 0.02 and r.observed >= 0.9, (r.setting, r.bias, r.observed)
+
+
+def test_short_agreement_intervals_say_so():
+    bench = _benchmark()
+    # a 10 % category in 20 cases: kappa undercovers, and the intervals that do say so
+    covered, noted, unnoted = bench.agreement_cell("kappa", 20, 200, rate=0.1)
+    assert covered < 0.93 and noted > 0.5 and unnoted >= 0.93
+    # lognormal ratings, interval alpha: the skew note is on (nearly) every interval
+    covered, noted, _ = bench.agreement_cell("alpha-lognormal", 40, 100, sigma=1.0)
+    assert noted >= 0.95
+    covered, noted, unnoted = bench.agreement_cell("fleiss", 50, 100)
+    assert covered >= 0.9 and unnoted >= 0.9
