@@ -313,11 +313,11 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
-        try:
-            loop = asyncio.get_event_loop_policy().get_event_loop()
-        except RuntimeError:
-            return None
-        return loop if loop.is_running() else None
+        # the thread's loop if one was set, never a new one: ``policy.get_event_loop()``
+        # would create a loop that nobody closes (a ResourceWarning when it is collected)
+        local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+        loop = getattr(local, "_loop", None)
+        return loop if loop is not None and loop.is_running() else None
 
 
 #: seconds the texts (verdict, table, literal) wait after the plot in a kernel: the page

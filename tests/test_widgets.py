@@ -427,3 +427,16 @@ def test_in_a_kernel_the_plot_goes_out_before_the_texts(cases, capsys):
     plot_first, texts_after, problem_kept = asyncio.run(press())
     capsys.readouterr()
     assert plot_first and texts_after and problem_kept
+
+
+def test_outside_a_kernel_no_event_loop_is_made():
+    # asking the policy for the thread's loop would create one that nobody closes (an
+    # "unclosed event loop" ResourceWarning later, in whatever test collects it)
+    import asyncio
+
+    from metrickit.widgets import _running_loop
+
+    policy = asyncio.get_event_loop_policy()
+    before = getattr(getattr(policy, "_local", None), "_loop", None)
+    assert _running_loop() is None
+    assert getattr(getattr(policy, "_local", None), "_loop", None) is before

@@ -419,7 +419,10 @@ def compare_runs(
     mean_b = db.groupby(task, sort=False)[column].agg(["size", "mean"])
     common = [t for t in mean_a.index if t in mean_b.index]
     only_a = [t for t in mean_a.index if t not in mean_b.index]
-    own_b = db.groupby(task, sort=False)["_task_b"].agg(lambda s: list(dict.fromkeys(s)))
+    # each of b's tasks' own names (under task_map), first seen first, each once
+    named = db.drop_duplicates([task, "_task_b"])
+    own_b = dict(zip(mean_b.index, _lists_by_task(named, task, "_task_b", mean_b.index),
+                     strict=True))
     only_b = [o for t in mean_b.index if t not in mean_a.index for o in own_b[t]]
     if not common:
         hint = "" if task_map is not None else (
@@ -457,8 +460,7 @@ def compare_runs(
         table["task_b"] = [", ".join(map(str, own_b[t])) for t in common]
     if "trial_dir" in df.columns:
         for suffix, part in (("a", da), ("b", db)):
-            folders = part.groupby(task, sort=False)["trial_dir"].agg(list)
-            table["trials_" + suffix] = [folders.get(t, []) for t in common]
+            table["trials_" + suffix] = _lists_by_task(part, task, "trial_dir", common)
     if only_a or only_b:
         shown = "; ".join(
             f"only {label!r} ran {len(tasks)}: {_few(tasks)}"
@@ -529,9 +531,29 @@ def compare_runs(
 
 def _equals(labels: Any, label: Any) -> npt.NDArray[np.bool_]:
     """Rows whose label is ``label`` (a null label matches nothing; no NA ambiguity)."""
-    values = labels.tolist()
-    return np.fromiter((not is_null(v) and bool(v == label) for v in values), dtype=bool,
-                       count=len(values))
+    import pandas as pd
+
+    if is_null(label):
+        return np.zeros(len(labels), dtype=bool)
+    equal = pd.Series(labels, copy=False).eq(label)
+    return np.asarray(equal.fillna(False).to_numpy(dtype=bool), dtype=bool)
+
+
+def _lists_by_task(part: Any, task: str, column: str, tasks: Sequence[Any]
+                   ) -> list[list[Any]]:
+    """Each of ``tasks``' values of ``column`` in ``part`` (trial folders, task names), in
+    row order (``[]`` for a task it lacks): one stable sort of the rows by task, not a
+    Python function per task."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(part[task], sort=False)
+    order = np.argsort(codes, kind="stable")
+    folders = part[column].to_numpy(dtype=object)[order]
+    bounds = np.cumsum(np.bincount(codes[order][codes[order] >= 0],
+                                   minlength=len(uniques)))[:-1]
+    by_task = dict(zip(uniques, (f.tolist() for f in np.split(folders[codes[order] >= 0],
+                                                              bounds)), strict=True))
+    return [by_task.get(t, []) for t in tasks]
 
 
 def _map_tasks(labels: Any, task_map: Mapping[Any, Any] | Callable[[Any], Any]) -> Any:
