@@ -103,30 +103,37 @@ _LAYOUT = """() => {
   const tuner = [...document.querySelectorAll('.metrickit-tuner')].pop();
   const area = tuner.closest('.jp-OutputArea-output') || tuner.parentElement;
   const box = area.getBoundingClientRect();
+  // what the user can see: the output area within the notebook's scroller (a table wider
+  // than that is cut off at the window's edge even when its own box does not scroll)
+  const view = (tuner.closest('.jp-WindowedPanel-outer') || tuner.closest('.jp-Notebook')
+                || area).getBoundingClientRect();
+  const right = Math.min(box.right, view.right);
   const out = [];
   for (const s of tuner.querySelectorAll('.widget-slider, .widget-hslider')) {
     const r = s.getBoundingClientRect();
     const label = (s.querySelector('.widget-label') || {}).innerText || '?';
-    if (r.width < 200 || r.right > box.right + 1)
+    if (r.width < 200 || r.right > right + 1)
       out.push(`slider ${label}: ${r.left}-${r.right} in ${box.left}-${box.right}`);
     const track = s.querySelector('.slider-container, .noUi-target');
     const tw = track ? track.getBoundingClientRect().width : 999;
     if (tw < 80) out.push(`slider ${label}: track ${tw}px`);
     const ro = s.querySelector('.widget-readout');
     if (ro && (ro.scrollWidth > ro.clientWidth + 1
-               || ro.getBoundingClientRect().right > box.right + 1))
+               || ro.getBoundingClientRect().right > right + 1))
       out.push(`readout of ${label} cut: ${ro.innerText}`);
   }
   for (const e of tuner.querySelectorAll('img, .widget-html')) {
     const r = e.getBoundingClientRect();
-    if (r.right > box.right + 1) out.push(`${e.tagName} ends at ${r.right}, area at ${box.right}`);
+    if (r.right > right + 1) out.push(`${e.tagName} ends at ${r.right}, visible to ${right}`);
   }
   for (const e of tuner.querySelectorAll('table')) {
     const holder = e.closest('.widget-html-content') || e.parentElement;
     if (holder.scrollWidth > holder.clientWidth + 1)
       out.push(`a table scrolls sideways (${holder.scrollWidth} px in ${holder.clientWidth})`);
+    const tr = e.getBoundingClientRect().right;
+    if (tr > right + 1) out.push(`a table ends at ${tr}, visible to ${right}: columns cut`);
   }
-  return {problems: out, width: box.width};
+  return {problems: out, width: right - box.left};
 }"""
 
 

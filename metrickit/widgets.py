@@ -28,6 +28,7 @@ from metrickit.compute.ranking import MeanDraws, best_group
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
 from metrickit.reporting import plots
+from metrickit.reporting.numbers import share
 from metrickit.reporting.plots import grouped_mean_se
 from metrickit.scoring.spec import PARTS, SHAPES, RewardSpec
 
@@ -696,6 +697,8 @@ class SpecTuner:
             self._show()
 
     def _render_text(self, spec: RewardSpec, table: Any) -> None:
+        import pandas as pd
+
         w = spec.weights
         self.normalised.value = "normalised: " + ", ".join(
             f"{k} <b>{w[k]:.2f}</b>" for k in PARTS
@@ -711,27 +714,25 @@ class SpecTuner:
         verdict = self._verdict([self._table_names[i] for i in best])  # the table's names
         self.message.value = f"<b>{html.escape(verdict)}</b>" + (
             f"<br><small>{html.escape(self.data.note)}</small>" if self.data.note else "")
-        shown = table.head(15)[
-            [
-                self.by,
-                "rank",
-                "rank_low",
-                "rank_high",
-                "reward",
-                "reward_low",
-                "reward_high",
-                "p_best",
-                "accuracy",
-                *[c for c in ("latency_ms", "cost_usd") if c in table],
-            ]
-        ]
-        # the short names (shared parts dropped, the model kept): the table fits the row
-        # (by slot, not by label: True and 1 are two candidates but one dict key)
-        slots = table.head(15)["_slot"].to_numpy()
-        shown = shown.assign(**{self.by: [self._table_names[i] for i in slots]})
-        self.table.value = shown.to_html(
-            index=False, float_format=lambda v: f"{v:.4g}", classes="metrickit-ranking", border=0
-        )
+        # one column per idea, so the table fits a laptop's notebook (the whole frame is
+        # ``tuner.ranking``): the rank with its interval, the reward with its interval, the
+        # short names (shared parts dropped, the model kept; by slot, not by label: True
+        # and 1 are two candidates but one dict key)
+        head = table.head(15)
+        slots = head["_slot"].to_numpy()
+        shown = pd.DataFrame({
+            self.by: [self._table_names[i] for i in slots],
+            "rank": [f"{r}" if lo == hi else f"{r} ({lo}–{hi})" for r, lo, hi in
+                     zip(head["rank"], head["rank_low"], head["rank_high"], strict=True)],
+            "reward [95% CI]": [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
+                                zip(head["reward"], head["reward_low"], head["reward_high"],
+                                    strict=True)],
+            "P(best)": [share(v) for v in head["p_best"]],
+            "accuracy": [f"{v:.3g}" for v in head["accuracy"]],
+            **{c: [f"{v:.4g}" for v in head[c]] for c in ("latency_ms", "cost_usd")
+               if c in head},
+        })
+        self.table.value = shown.to_html(index=False, classes="metrickit-ranking", border=0)
         literal = _literal(spec.to_dict(), self._notes, None)
         self.literal.value = f"<pre class='metrickit-spec'>{html.escape(literal)}</pre>"
 

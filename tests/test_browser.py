@@ -148,6 +148,18 @@ _HAS_VERDICT = (
 )
 
 
+def _tuner_bench():
+    """benchmarks/bench_tuner_browser.py, for its layout check (one definition of "cut")."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_tuner_browser", ROOT / "benchmarks" / "bench_tuner_browser.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_tuning_notebook_in_jupyterlab(jupyter):
     from playwright.sync_api import sync_playwright
 
@@ -215,6 +227,12 @@ def test_tuning_notebook_in_jupyterlab(jupyter):
             literal = tuner.locator("pre.metrickit-spec").inner_text()
             # the speed weight at the slider's top, whichever quotes the literal uses
             assert re.search(r"""["']speed["']: 1(\.0)?[,}]""", literal), literal
+            # A laptop: a 1,280-px window with the file browser open. Every slider and its
+            # readout whole, nothing of the tuner wider than its output area, no table
+            # scrolling sideways (the benchmark's check, screenshot kept as an artefact).
+            layout = _tuner_bench()._layout_at_1280(page, OUT / "tuner-1280-filebrowser.png")
+            assert layout["problems"] == [], layout
+            assert 700 < layout["width"] < 1280, layout  # the file browser took its share
         except Exception:
             page.screenshot(path=str(OUT / "failure.png"), full_page=True)
             raise
