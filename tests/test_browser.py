@@ -150,14 +150,9 @@ _HAS_VERDICT = (
 
 def _tuner_bench():
     """benchmarks/bench_tuner_browser.py, for its layout check (one definition of "cut")."""
-    import importlib.util
+    from benchmark_modules import benchmark
 
-    spec = importlib.util.spec_from_file_location(
-        "bench_tuner_browser", ROOT / "benchmarks" / "bench_tuner_browser.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("bench_tuner_browser")
 
 
 def test_tuning_notebook_in_jupyterlab(jupyter):

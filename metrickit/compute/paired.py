@@ -12,9 +12,10 @@ import numpy.typing as npt
 
 from metrickit._core.display import result_html, result_repr, short_names
 from metrickit._core.dist import binom_cdf, t_sf
+from metrickit._core.values import is_null
 from metrickit.compute.intervals import FEW, Interval, as_values, has_spread, mean_ci
 from metrickit.compute.power import observed_detectable_difference
-from metrickit.compute.tables import as_pandas, is_null, require_by, task_labels, value_column
+from metrickit.compute.tables import as_pandas, require_by, task_labels, value_column
 from metrickit.errors import StatsError
 
 if TYPE_CHECKING:
@@ -548,11 +549,10 @@ def _lists_by_task(part: Any, task: str, column: str, tasks: Sequence[Any]
 
     codes, uniques = pd.factorize(part[task], sort=False)
     order = np.argsort(codes, kind="stable")
-    folders = part[column].to_numpy(dtype=object)[order]
-    bounds = np.cumsum(np.bincount(codes[order][codes[order] >= 0],
-                                   minlength=len(uniques)))[:-1]
-    by_task = dict(zip(uniques, (f.tolist() for f in np.split(folders[codes[order] >= 0],
-                                                              bounds)), strict=True))
+    order = order[codes[order] >= 0]  # a row without a task belongs to none
+    values = part[column].to_numpy(dtype=object)[order]
+    bounds = np.cumsum(np.bincount(codes[order], minlength=len(uniques)))[:-1]
+    by_task = dict(zip(uniques, (v.tolist() for v in np.split(values, bounds)), strict=True))
     return [by_task.get(t, []) for t in tasks]
 
 

@@ -159,12 +159,6 @@ def task_labels(frame: Any, task: str) -> Any:
     return labels
 
 
-def is_null(value: Any) -> bool:
-    import pandas as pd
-
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
-
-
 
 def like(original: Any, out: Any) -> Any:
     """``out`` (pandas) in the backend of ``original``."""

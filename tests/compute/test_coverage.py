@@ -6,23 +6,14 @@ Deterministic: fixed seeds, so a failure is a change in behaviour, not bad luck.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_modules import benchmark
 
 import metrickit as mk
 
-_spec = importlib.util.spec_from_file_location(
-    "coverage_bench", Path(__file__).parents[2] / "benchmarks" / "coverage.py"
-)
-assert _spec is not None and _spec.loader is not None
-coverage = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_bench"] = coverage  # dataclasses look their module up there
-_spec.loader.exec_module(coverage)
+coverage = benchmark("coverage")
 
 
 def test_bernoulli_wilson_covers():

@@ -4,21 +4,12 @@ spread (issue 24, item 2): reduced, seeded versions of benchmarks/coverage.py's
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
+from benchmark_modules import benchmark
 
 from metrickit.compute.ranking import pareto_probability, shrunk_draws
 
-_spec = importlib.util.spec_from_file_location(
-    "coverage_bench", Path(__file__).parents[2] / "benchmarks" / "coverage.py"
-)
-assert _spec is not None and _spec.loader is not None
-coverage = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_bench"] = coverage
-_spec.loader.exec_module(coverage)
+coverage = benchmark("coverage")
 
 
 def _draws(mean: np.ndarray, se: np.ndarray, n: int = 2000, seed: int = 0) -> np.ndarray:

@@ -6,13 +6,11 @@ benchmarks/coverage_power.py's quantile, sum and Wilson scenarios.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_modules import benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -28,13 +26,7 @@ from metrickit.compute.intervals import (
 )
 from metrickit.compute.paired import paired_t
 
-_spec = importlib.util.spec_from_file_location(
-    "coverage_power_bench", Path(__file__).parents[2] / "benchmarks" / "coverage_power.py"
-)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_power_bench"] = bench
-_spec.loader.exec_module(bench)
+bench = benchmark("coverage_power")
 
 
 # --- quantiles -------------------------------------------------------------------------

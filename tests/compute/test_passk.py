@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_modules import benchmark
 from harbor_jobs_helpers import FIXTURES, harbor_pass_at_k, write_trial
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -198,13 +197,7 @@ def test_bad_arguments_raise_stats_errors():
 
 # --- uncertainty: intervals over tasks and the best set ----------------------------------
 
-_bench_spec = importlib.util.spec_from_file_location(
-    "coverage_power_bench", Path(__file__).parents[2] / "benchmarks" / "coverage_power.py"
-)
-assert _bench_spec is not None and _bench_spec.loader is not None
-bench = importlib.util.module_from_spec(_bench_spec)
-sys.modules["coverage_power_bench"] = bench
-_bench_spec.loader.exec_module(bench)
+bench = benchmark("coverage_power")
 
 
 def _frame(x: np.ndarray) -> pd.DataFrame:

@@ -3,14 +3,12 @@ comparison that has no spread to judge power by (a reduced benchmarks/coverage_p
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_modules import benchmark
 from statsmodels.stats.power import TTestPower
 
 import metrickit as mk
@@ -21,13 +19,7 @@ from metrickit.compute.power import (
     power_at,
 )
 
-_spec = importlib.util.spec_from_file_location(
-    "coverage_power_bench", Path(__file__).parents[2] / "benchmarks" / "coverage_power.py"
-)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_power_bench"] = bench
-_spec.loader.exec_module(bench)
+bench = benchmark("coverage_power")
 
 
 @pytest.mark.parametrize(("effect", "n_tasks"), [(0.3, 20), (0.8, 5), (0.1, 400), (1.5, 3)])

@@ -7,14 +7,13 @@ the full ones are in the benchmark.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_modules import benchmark
 
 import metrickit as mk
 from metrickit.compute.intervals import grouped_intervals
@@ -27,13 +26,7 @@ from metrickit.compute.ranking import (
 
 REALDATA = Path(__file__).parents[3] / "shared" / "realdata"
 
-_spec = importlib.util.spec_from_file_location(
-    "coverage_bench", Path(__file__).parents[2] / "benchmarks" / "coverage.py"
-)
-assert _spec is not None and _spec.loader is not None
-coverage = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_bench"] = coverage
-_spec.loader.exec_module(coverage)
+coverage = benchmark("coverage")
 
 
 def _cells(x: np.ndarray, groups: np.ndarray, units: np.ndarray, k: int

@@ -3,8 +3,6 @@ krippendorff package's alpha, hand counts, and coverage in seeded simulations.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 import time
 import zlib
@@ -16,6 +14,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from benchmark_modules import benchmark
 from scipy import stats as scipy_stats
 from sklearn.metrics import cohen_kappa_score
 
@@ -30,13 +29,7 @@ LEVELS = ["nominal", "ordinal", "interval", "ratio"]
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location(
-        "coverage_judges", ROOT / "benchmarks" / "coverage_judges.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_judges"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("coverage_judges")
 
 
 class NoisyJudge:
