@@ -44,6 +44,21 @@ def test_initial_state_matches_score_frame(tuner, cases):
     assert tuner.png.startswith(b"\x89PNG")
 
 
+def test_the_png_holds_the_canvas_pixels(tuner):
+    # the hand-made PNG (unfiltered RGB rows, fast zlib) decodes to exactly what Agg drew
+    from io import BytesIO
+
+    from PIL import Image
+
+    tuner.w_speed.value = 0.5
+    canvas = tuner.figure().canvas
+    width, height = canvas.get_width_height(physical=True)
+    drawn = np.asarray(canvas.buffer_rgba()).reshape(height, width, 4)[..., :3]
+    decoded = np.asarray(Image.open(BytesIO(tuner.png)).convert("RGB"))
+    assert decoded.shape == drawn.shape
+    np.testing.assert_array_equal(decoded, drawn)
+
+
 def test_weight_slider_changes_spec_ranking_and_plot(tuner, cases):
     before_png = tuner.png
     tuner.w_accuracy.value = 0.0
@@ -440,3 +455,36 @@ def test_outside_a_kernel_no_event_loop_is_made():
     before = getattr(getattr(policy, "_local", None), "_loop", None)
     assert _running_loop() is None
     assert getattr(getattr(policy, "_local", None), "_loop", None) is before
+
+
+@pytest.mark.parametrize("labels", [["b", "a", "c", "d"], [True, 1, "x", 0]])
+def test_the_ranking_is_the_table_sorted_by_rank_p_best_and_label(labels, capsys):
+    # a slider move draws from numpy columns; tuner.ranking, built on demand, must be the
+    # table pandas sorts by rank, then P(best) (higher first), then the label
+    rng = np.random.default_rng(3)
+    n = 240
+    cases = pd.DataFrame({
+        "candidate": pd.Series([labels[i % 4] for i in range(n)], dtype=object),
+        "task": [f"t{i // 4 % 30}" for i in range(n)],
+        "accuracy": (rng.random(n) < 0.6).astype(float),
+        "latency_ms": rng.lognormal(7, 0.5, n),
+        "cost_usd": np.round(rng.lognormal(-6, 0.5, n), 3),
+    })
+    # the second and third labels ran exactly what the first did: equal rewards, equal
+    # rank, the later keys decide
+    first = cases[cases["candidate"].map(lambda c: c is labels[0])]
+    twins = [first.assign(candidate=pd.Series([lab] * len(first), dtype=object,
+                                              index=first.index)) for lab in labels[1:3]]
+    cases = pd.concat([cases[cases["candidate"].map(lambda c: c is labels[3])], first, *twins],
+                      ignore_index=True)
+    tuner = tune_spec(cases, debounce_ms=0)
+    capsys.readouterr()
+    for weight in (0.0, 0.3, 1.0):
+        tuner.w_speed.value = weight
+        table = pd.DataFrame(tuner._ranked._unsorted)
+        table["rank"] = table["reward"].rank(ascending=False, method="min").astype(int)
+        expected = table.sort_values(["rank", "p_best", "candidate"],
+                                     ascending=[True, False, True]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(tuner.ranking, expected)
+        assert expected["rank"].nunique() < len(expected)  # ties were broken
+        assert tuner._artists["order"].tolist() == expected["_slot"].tolist()

@@ -322,8 +322,6 @@ def grouped_intervals(
 
     NaN values (not measured) are left out. ``note`` says where coverage can fall short.
     """
-    import pandas as pd
-
     measured = np.isfinite(x)
     xz = np.where(measured, x, 0.0)
     n = np.bincount(groups, weights=measured.astype(np.float64), minlength=n_groups)
@@ -336,9 +334,12 @@ def grouped_intervals(
         binary = np.bincount(
             groups, weights=(measured & (xz != 0) & (xz != 1)).astype(float), minlength=n_groups
         ) == 0
-        extremes = pd.Series(x).groupby(groups).agg(["min", "max"]).reindex(range(n_groups))
-        low_x = extremes["min"].to_numpy(dtype=np.float64, na_value=np.inf)
-        high_x = extremes["max"].to_numpy(dtype=np.float64, na_value=-np.inf)
+        # each group's smallest and largest value (NaN left out; none: +-inf)
+        present = ~np.isnan(x)
+        low_x = np.full(n_groups, np.inf)
+        high_x = np.full(n_groups, -np.inf)
+        np.minimum.at(low_x, groups[present], x[present])
+        np.maximum.at(high_x, groups[present], x[present])
         repeated = (g < n) & (g >= 2)
         sq = np.bincount(cg, weights=dev**2, minlength=n_groups)
         m2 = sq / g
