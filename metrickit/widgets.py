@@ -1049,7 +1049,7 @@ def _png(canvas: Any) -> bytes:
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(memoryview(rows), 1)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", zlib.compress(rows.data, 1)) + chunk(b"IEND", b""))
 
 
 def _uses_ipympl() -> bool:
