@@ -196,7 +196,9 @@ def pass_at_k(
     by
         Grouping column(s): ``"candidate"`` (default: one recorded configuration, whose
         runs pool their trials of each task). ``"eval"`` is Harbor's own grouping: with it
-        ``harbor`` is Harbor-identical (what the job's ``result.json`` stores). A table
+        ``harbor`` is Harbor-identical (what the job's ``result.json`` stores) for a
+        table of one job; where several runs share an evaluation key their trials pool
+        and ``notes`` says so (``by=["run", "eval"]`` gives each run's own). A table
         without the column is refused with a message naming ``by=`` and the columns.
     task
         The task column.
@@ -252,9 +254,9 @@ def pass_at_k(
     extra = _extra_k(k)
     trial = _Trials.of(rows, task, value)
     groups = group_indices(rows, by) if len(nf) else {}
+    notes: list[str] = _pooled_runs(nf, by)
     harbor: dict[Any, dict[int, float]] = {}
     skipped: dict[Any, str] = {}
-    notes: list[str] = []
     table_rows: list[dict[str, Any]] = []
     detail_rows: list[dict[str, Any]] = []
     for label, idx in groups.items():
@@ -295,6 +297,24 @@ def pass_at_k(
         detail = detail.rename(columns={"group": by_name})
     notes += counted.notes()
     return PassAtK(harbor=harbor, table=table, detail=detail, skipped=skipped, notes=notes)
+
+
+def _pooled_runs(nf: Any, by: str | Sequence[str]) -> list[str]:
+    """A note for each evaluation key that several runs share when grouping by it alone:
+    Harbor computes pass@k per job, so their trials of a task are pooled here."""
+    import narwhals as nw
+
+    if by != "eval" or "run" not in nf.columns or not len(nf):
+        return []
+    runs = (nf.select("eval", "run").drop_nulls().unique()
+            .group_by("eval").agg(nw.len().alias("runs"), nw.col("run").min().alias("first"))
+            .filter(nw.col("runs") > 1).sort("eval"))
+    return [
+        f"evaluation {key!r} is in {count} runs (the first: {first!r}): by='eval' pools "
+        "their trials of each task, where Harbor computes pass@k per job; "
+        "by=['run', 'eval'] gives each run's own"
+        for key, count, first in runs.iter_rows()
+    ]
 
 
 def _extra_k(k: int | Sequence[int] | None) -> list[int]:

@@ -61,6 +61,22 @@ def test_sample_job_table_detail_and_pass_hat_k():
     assert detail.loc["parse-nginx-logs", "pass@2"] == 0.5  # n=4, c=1
 
 
+def test_an_evaluation_key_in_two_runs_is_said_to_be_pooled():
+    # two jobs of one configuration share Harbor's evaluation key; by="eval" pools them
+    # (Harbor computes per job): the notes say so, and by=["run", "eval"] keeps each run's
+    one = mk.read_harbor_job(JOB_025)
+    both = pd.concat([one, one.assign(run="again")], ignore_index=True)
+    pooled = pass_at_k(both, by="eval")
+    assert len(pooled.notes) == 1 and "is in 2 runs" in pooled.notes[0]
+    assert "by=['run', 'eval']" in pooled.notes[0]
+    per_run = pass_at_k(both, by=["run", "eval"])
+    assert not any("runs" in note for note in per_run.notes)
+    stored = stored_pass_at_k(JOB_025)
+    assert per_run.harbor == {(run, key): value for run in (one["run"].iloc[0], "again")
+                              for key, value in stored.items()}
+    assert pass_at_k(one, by="eval").notes == []
+
+
 def test_policy_026_leaves_out_invalid_rewards():
     trials = mk.read_harbor_job(JOB_025)
     result = pass_at_k(trials, policy="0.26", by="eval")
