@@ -37,6 +37,11 @@ Scenarios:
   difficulty-dependent attempts.
 * ``many``: fourteen candidates spread like a real leaderboard on 24 tasks: the truly
   best in the best set, and the power to leave the clearly worse ones out.
+* ``p_best_held_out``/``p_best_bound``: the leader's P(best) on designs it was not tuned
+  on (one clearly best and four tied, ...), and the total variation distance between the
+  identical and close designs' data: the most any rule's mean P(best) can differ by.
+* ``front_scenarios``/``p_reliability``: P(front) (spike-and-slab posterior) on fixed
+  candidates, and P(best)/P(front) against the truth over many data sets, binned.
 """
 
 from __future__ import annotations
@@ -377,6 +382,71 @@ def close(reps: int, seed: int = 14) -> Iterator[Row]:
               "empirical Bayes", float(np.mean(truly)), float(np.mean(shown)), reps, 0.0)
 
 
+def _leader_p_best(rng: np.random.Generator, rates: np.ndarray, n_tasks: int, attempts: int,
+                   seed: int) -> tuple[float, float]:
+    """The leader's shown ``p_best`` on one :func:`_paired_table` data set, and its truth
+    (its share of the truly best: ties split)."""
+    from metrickit.compute.ranking import rank_intervals
+
+    k = rates.size
+    x, groups, units = _paired_table(rng, rates, n_tasks, attempts)
+    draws = MeanDraws(groups, k, units, n_draws=1000, seed=seed)
+    est = grouped_intervals(groups, k, x, clusters=units).mean
+    ri = rank_intervals(est, draws.means(x), df=n_tasks - 1, seed=seed)
+    return float(ri.p_best[ri.leader]), float(_true_best(rates)[ri.leader])
+
+
+# Designs p_best was not tuned on: (name, rates, tasks, attempts).
+P_BEST_HELD_OUT = (
+    ("1 clearly best + 4 tied, 20 tasks x 2", np.array([0.75, 0.5, 0.5, 0.5, 0.5]), 20, 2),
+    ("1 better by 0.1 + 4 tied, 40 tasks x 3", np.array([0.6, 0.5, 0.5, 0.5, 0.5]), 40, 3),
+    ("4 apart (0.8 .. 0.5), 30 tasks x 3", np.array([0.8, 0.6, 0.55, 0.5]), 30, 3),
+    ("5 identical at the close design, 100 x 3", np.full(5, 0.585), 100, 3),
+)
+
+
+def p_best_held_out(reps: int, seed: int = 19) -> Iterator[Row]:
+    """The leader's mean ``p_best`` against its truth on designs it was not tuned on
+    (:data:`P_BEST_HELD_OUT`): clearly better candidates must get near 1."""
+    for i, (name, rates, n_tasks, attempts) in enumerate(P_BEST_HELD_OUT):
+        pairs = [_leader_p_best(np.random.default_rng([seed, i, r]), rates, n_tasks, attempts,
+                                r) for r in range(reps)]
+        shown, truth = np.mean(pairs, axis=0)
+        yield Row("p_best", f"{name}: leader (truth {truth:.2f})", "empirical Bayes",
+                  float(truth), float(shown), reps, 0.0)
+
+
+def p_best_bound(reps: int, seed: int = 20) -> Iterator[Row]:
+    """How far apart any function of the data can keep its means on two designs (the total
+    variation distance between their data): five identical candidates and the ``close``
+    ones (:func:`close`), both on 100 tasks x 3, with the noise known (normal estimates,
+    the contrasts' covariance averaged over ``reps`` data sets, exact likelihood ratio over
+    the 120 orderings). The leader's truth differs by 0.355 - 0.20; a shown ``p_best`` in
+    [0, 1] can differ by at most this distance, so both within 0.05 needs at least 0.055."""
+    import itertools
+
+    from scipy.special import expit, logit
+
+    rates = np.array([0.60, 0.59, 0.585, 0.58, 0.57])
+    k = rates.size
+    rng = np.random.default_rng([seed])
+    theta = expit(logit(rates)[None] + rng.normal(0, 1, (200_000, 1))
+                  + rng.normal(0, 0.3, (200_000, k))).mean(axis=0)
+    covs = []
+    for r in range(reps):
+        x, groups, units = _paired_table(np.random.default_rng([seed, r]), rates, 100, 3)
+        covs.append(MeanDraws(groups, k, units).covariance(x)[1])
+    h = np.linalg.qr(np.eye(k) - 1.0 / k)[0][:, : k - 1].T  # orthonormal contrasts
+    s = h @ np.mean(covs, axis=0) @ h.T
+    s_inv = np.linalg.inv(s)
+    means = (h @ theta[np.array(list(itertools.permutations(range(k))))].T).T
+    z = rng.standard_normal((200_000, k - 1)) @ np.linalg.cholesky(s).T  # identical
+    quad = np.einsum("pi,ij,pj->p", means, s_inv, means)
+    ratio = np.exp(z @ s_inv @ means.T - 0.5 * quad).mean(axis=1)
+    yield Row("p_best", "  ... most any rule can separate them (TV)", "bound", float("nan"),
+              float(0.5 * np.abs(1 - ratio).mean()), reps, 0.0)
+
+
 def _uneven_table(
     rng: np.random.Generator, shift: np.ndarray, n_tasks: int, attempts: int = 5
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -557,19 +627,19 @@ def front_scenarios(reps: int, seed: int = 17) -> Iterator[Row]:
             low_on += int((low & truth).sum())
             setting = f"{name}, {n_tasks} tasks x {attempts}"
             if name == "twins":
-                yield Row("p_front", f"{setting}: twins (truth 1)", "empirical Bayes", 1.0,
+                yield Row("p_front", f"{setting}: twins (truth 1)", "spike-and-slab", 1.0,
                           float(shown[:, :2].mean()), reps, 0.0)
-                yield Row("p_front", "  ... dominated by a hair (truth 0)", "empirical Bayes",
+                yield Row("p_front", "  ... dominated by a hair (truth 0)", "spike-and-slab",
                           0.0, float(shown[:, 2].mean()), reps, 0.0)
-                yield Row("p_front", "  ... clearly dominated (truth 0)", "empirical Bayes",
+                yield Row("p_front", "  ... clearly dominated (truth 0)", "spike-and-slab",
                           0.0, float(shown[:, 5].mean()), reps, 0.0)
             else:
-                yield Row("p_front", f"{setting}: on the front (truth 1)", "empirical Bayes",
+                yield Row("p_front", f"{setting}: on the front (truth 1)", "spike-and-slab",
                           1.0, float(shown[:, truth].mean()), reps, 0.0)
                 yield Row("p_front", "  ... dominated by a little (truth 0)",
-                          "empirical Bayes", 0.0, float(shown[:, ~truth].mean()), reps, 0.0)
+                          "spike-and-slab", 0.0, float(shown[:, ~truth].mean()), reps, 0.0)
     yield Row("p_front", f"shown < 0.05 but truly on the front ({low_total} shown)",
-              "empirical Bayes", 0.0, low_on / max(low_total, 1), reps, 0.0)
+              "spike-and-slab", 0.0, low_on / max(low_total, 1), reps, 0.0)
 
 
 @dataclass(frozen=True)
@@ -649,8 +719,9 @@ def reliability(reps: int, *, held_out: bool, seed: int = 18
 def _reliability_rows(name: str, rel: Reliability, reps: int, setting: str) -> Iterator[Row]:
     for low, high, shown, true, n in bins(rel):
         if n >= 200:  # a well-filled bin: Monte-Carlo error about 0.03 or less
+            method = "spike-and-slab" if name == "p_front" else "empirical Bayes"
             yield Row("reliability", f"{name} {setting} [{low:.2f}, {high:.2f}) n={n}",
-                      "empirical Bayes", shown, true, reps, 0.0)
+                      method, shown, true, reps, 0.0)
 
 
 def p_reliability(reps: int, seed: int = 18) -> Iterator[Row]:
@@ -666,9 +737,9 @@ def p_reliability(reps: int, seed: int = 18) -> Iterator[Row]:
 
 SCENARIOS = (bernoulli, tasks, tasks_continuous, lognormal, compare_runs_null, ties, best,
              power, gate, unequal_attempts, skewed_costs, identical, close, identical_uneven,
-             many_models, front_scenarios, p_reliability)
+             many_models, p_best_held_out, p_best_bound, front_scenarios, p_reliability)
 SLOW = ("ties", "best", "identical", "close", "identical_uneven", "many_models",
-        "front_scenarios", "p_reliability")
+        "p_best_held_out", "p_best_bound", "front_scenarios", "p_reliability")
 
 
 def run(reps: int) -> list[Row]:
