@@ -15,17 +15,31 @@ XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgro
 
 .PHONY: demo test test-fast lint docs bench clean chromium lab
 
+# The venv gets no pip of its own (pip and setuptools: 23 MB of the demo's venv) when
+# $(PYTHON)'s pip can install into it (pip >= 22.3: --python); otherwise, or once
+# `make test` needs it, the venv's own pip (ensurepip: offline, from the wheel Python ships).
+VENV_PIP = $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null && \
+  $(BIN)/python -m pip install --quiet --upgrade pip
+
 $(VENV)/bin/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(PYTHON) -m venv --without-pip $(VENV)
+	@$(PYTHON) -m pip --python $(BIN)/python --version >/dev/null 2>&1 || { $(VENV_PIP); }
+
+# The dev install runs the venv's pip: a venv that `make demo` made without one gets it.
+$(STAMP): | $(VENV)/bin/pip
+$(VENV)/bin/pip: | $(VENV)/bin/python
+	$(VENV_PIP)
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,browser,docs]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The dev install holds the runtime one; a venv made by `make test` is used as it is.
+# Runtime dependencies only (polars is the extra metrickit[polars]): a 300 MB venv.
 $(DEMO_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+	@if $(BIN)/python -m pip --version >/dev/null 2>&1; then pip="$(BIN)/python -m pip"; \
+	else pip="$(PYTHON) -m pip --python $(BIN)/python"; fi; \
+	echo "$$pip install --quiet --no-compile -e ."; $$pip install --quiet --no-compile -e .
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)

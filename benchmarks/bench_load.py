@@ -25,6 +25,9 @@ polars-schema   the baseline: polars.read_ndjson(path, schema=..., ignore_errors
 polars-rewrite  the same read after rewriting null lines to {} with two bytes.replace
                 passes (a second, labelled row; the rewrite is not needed by the call above)
 metrickit       metrickit.read_rewards (strict), pandas and polars backends
+metrickit-exact metrickit.read_rewards (pandas) in a process where polars cannot be imported,
+                as after ``pip install metrickit`` without the ``polars`` extra: every block
+                takes the exact path (the same frame); the cost of the lean install
 """
 
 from __future__ import annotations
@@ -42,19 +45,28 @@ sys.path.insert(0, str(HERE))
 from gen_rewards import SHAPES  # noqa: E402
 
 METHODS = ["plain-loop", "pandas", "polars-schema", "polars-rewrite", "metrickit",
-           "metrickit-polars"]
+           "metrickit-polars", "metrickit-exact"]
 SHAPE_METHODS = ["polars-schema", "polars-rewrite", "metrickit", "metrickit-polars"]
-SLOW_METHODS = {"plain-loop", "pandas"}
+SLOW_METHODS = {"plain-loop", "pandas", "metrickit-exact"}
 SPARSE_LINES = 90_000
 POLARS_DIRECT = "polars.read_ndjson(path, schema, ignore_errors=True).fill_null(0) (lenient)"
 POLARS_REWRITE = "null lines rewritten by 2 bytes.replace, then polars.read_ndjson (lenient)"
 
 
+class _NoPolars:
+    """A finder that makes polars unimportable, as if the extra were not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "polars":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
 def _child(method: str, path: str, repeat: int, shape: str) -> None:
     import resource
 
+    if method == "metrickit-exact":
+        sys.meta_path.insert(0, _NoPolars())
     import pandas as pd
-    import polars as pl
 
     import metrickit as mk
 
@@ -79,12 +91,16 @@ def _child(method: str, path: str, repeat: int, shape: str) -> None:
 
         return pd.read_json(io.StringIO(text), lines=True).fillna(0.0)
 
-    schema = {k: pl.Float64 for k in SHAPES[shape]}
-
     def polars_schema() -> object:
+        import polars as pl
+
+        schema = {k: pl.Float64 for k in SHAPES[shape]}
         return pl.read_ndjson(path, schema=schema, ignore_errors=True).fill_null(0)
 
     def polars_rewrite() -> object:
+        import polars as pl
+
+        schema = {k: pl.Float64 for k in SHAPES[shape]}
         data = Path(path).read_bytes()
         data = data.replace(b"\nnull\n", b"\n{}\n").replace(b"\nnull\n", b"\n{}\n")
         if data.startswith(b"null\n"):
@@ -98,12 +114,15 @@ def _child(method: str, path: str, repeat: int, shape: str) -> None:
         "polars-rewrite": polars_rewrite,
         "metrickit": lambda: mk.read_rewards(path),
         "metrickit-polars": lambda: mk.read_rewards(path, backend="polars"),
+        "metrickit-exact": lambda: mk.read_rewards(path),
     }
     # Peak memory is that of the first call alone; the timed repeats after it drop the
     # previous frame first, so no run pays for holding two results.
     start = time.perf_counter()
     frame = fns[method]()
     best = time.perf_counter() - start
+    if method == "metrickit-exact" and "polars" in sys.modules:
+        raise RuntimeError("metrickit-exact imported polars")
     peak = rss_mb()
     for _ in range(repeat - 1):
         del frame
@@ -158,7 +177,7 @@ def _rounds(methods: list[str], path: Path, repeat: int, rounds: int, shape: str
         for method in order:
             if turn and method in SLOW_METHODS:
                 continue
-            calls = 1 if method == "plain-loop" else repeat
+            calls = 1 if method in ("plain-loop", "metrickit-exact") else repeat
             runs[method].append(_measure(method, path, calls, shape))
     best = {}
     for method, measured in runs.items():
@@ -243,6 +262,10 @@ def _print_methods(lines: int, size_mb: float, results: dict) -> None:
         vs_polars = f"{polars / s:.2f}x" if polars else "-"
         print(f"{method:<18}{s:>9.3f}{size_mb / s:>9.1f}{r['peak_mb']:>9.0f}"
               f"{r['peak_mb'] / size_mb:>8.2f}{vs_plain:>10}{vs_polars:>11}")
+    if "metrickit-exact" in results and "metrickit" in results:
+        exact, fast = results["metrickit-exact"]["seconds"], results["metrickit"]["seconds"]
+        print(f"without polars (pip install metrickit, no extra): {exact / fast:.1f}x the "
+              f"time of read_rewards with polars ({fast:.3f} s -> {exact:.3f} s)")
     for method in ("metrickit", "metrickit-polars"):
         if method in results and results[method]["aggregate_seconds"] is not None:
             r = results[method]
@@ -261,6 +284,8 @@ def _emit_rows(by_shape: dict) -> None:
         ("metrickit", "polars-schema", "read_rewards (pandas)", POLARS_DIRECT),
         ("metrickit-polars", "polars-schema", "read_rewards (polars)", POLARS_DIRECT),
         ("metrickit-polars", "polars-rewrite", "read_rewards (polars)", POLARS_REWRITE),
+        ("metrickit-exact", "polars-schema", "read_rewards without polars (exact path)",
+         POLARS_DIRECT),
     ]
     rows = []
     for shape, (lines, size_mb, results) in by_shape.items():

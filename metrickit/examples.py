@@ -162,6 +162,9 @@ def load(name: str, *, backend: Literal["pandas", "polars"] = "pandas") -> Any:
     """
     if name not in _DATASETS:
         raise FileNotFoundError(f"no example data set {name!r}; expected one of {names()}")
+    from metrickit._core.schema import check_backend
+
+    check_backend(backend)
     target = path(name)
     if name not in _CASE_TABLES:  # a trial source or reward files: the reader registry
         from metrickit.io.registry import load as load_path

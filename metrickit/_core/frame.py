@@ -143,9 +143,8 @@ def category_codes(series: Any, categories: Sequence[str]) -> npt.NDArray[np.uin
             return codes.view(np.uint8)  # already our codes; NaN's -1 reads as 255
         lookup = np.array([wanted.get(c, 255) for c in present] + [255])
         return lookup[codes].astype(np.uint8)  # code -1 (NaN) indexes the trailing 255
-    import polars as pl
-
-    if isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
+    pl = sys.modules.get("polars")  # a polars Series exists only once polars is imported
+    if pl is not None and isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
         cats = list(native.dtype.categories)
         if cats == list(categories)[: len(cats)] and len(cats) < 255 and not native.has_nulls():
             return native.to_physical().to_numpy().astype(np.uint8)  # already our codes
@@ -162,9 +161,8 @@ def _categories(series: Any) -> list[str]:
     native = series.to_native() if hasattr(series, "to_native") else series
     if hasattr(native, "cat") and hasattr(native.cat, "categories"):  # pandas
         return [str(c) for c in native.cat.categories]
-    import polars as pl
-
-    if isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(native, pl.Series) and isinstance(native.dtype, pl.Enum):
         return list(native.dtype.categories)
     values = native.unique() if hasattr(native, "unique") else native
     return [str(v) for v in (values.to_list() if hasattr(values, "to_list") else values)]

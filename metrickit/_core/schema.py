@@ -4,9 +4,12 @@ other evaluation formats) builds its frames here, so the backends cannot drift."
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -20,6 +23,52 @@ if TYPE_CHECKING:
     import polars as pl
 
 Backend = Literal["pandas", "polars"]
+
+#: How to get polars, an optional extra: the fast JSONL read and ``backend="polars"``.
+POLARS_INSTALL = "pip install 'metrickit[polars]'"
+
+
+def polars_installed() -> bool:
+    """Whether polars is installed (the optional extra ``metrickit[polars]``), without
+    importing it: a reader asks before its first block, and a file polars would not read
+    (blank lines, say) costs no import."""
+    if sys.modules.get("polars") is not None:
+        return True
+    try:
+        return importlib.util.find_spec("polars") is not None
+    except (ImportError, ValueError):  # an import hook that refuses it, a broken entry
+        return False
+
+
+_WITHOUT_POLARS = "use backend='pandas', the default, which gives the same content"
+
+
+def import_polars(what: str = "backend='polars'", instead: str = _WITHOUT_POLARS) -> ModuleType:
+    """The polars module, or an :class:`ImportError` saying that ``what`` needs it, naming
+    the install command and what to do ``instead`` without polars."""
+    try:
+        import polars
+    except ImportError as exc:
+        missing = isinstance(exc, ModuleNotFoundError) and exc.name == "polars"
+        why = "is not installed" if missing else f"cannot be imported ({exc})"
+        raise ModuleNotFoundError(
+            f"{what} needs polars, which {why}; install it with {POLARS_INSTALL} (or "
+            f"`conda install polars`), or {instead}",
+            name="polars",
+        ) from None
+    return polars
+
+
+def check_backend(backend: object, *, more: Sequence[str] = ()) -> None:
+    """Refuse a ``backend=`` that is not ``"pandas"``, ``"polars"`` (or one of ``more``),
+    and ``"polars"`` when polars is not installed, before any work is done."""
+    accepted = ("pandas", "polars", *more)
+    if backend not in accepted:
+        listed = ", ".join(repr(a) for a in accepted[:-1])
+        raise ValueError(f"backend={backend!r}; expected {listed} or {accepted[-1]!r}")
+    if backend == "polars":
+        import_polars()
+
 
 #: The frame readers refuse input whose frame would hold more zero-filled cells (rows x
 #: keys minus the cells in the data) than this, when they also outnumber the cells in the

@@ -287,10 +287,9 @@ class RunStore:
         columns in the same order, dtypes and rows (candidate labels are recomputed over
         the selection, so runs added apart that share a configuration pool)."""
         from metrickit._core.identity import with_candidates
-        from metrickit._core.schema import canonical_order, trial_dtypes
+        from metrickit._core.schema import canonical_order, check_backend, trial_dtypes
 
-        if backend not in ("pandas", "polars"):
-            raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+        check_backend(backend)
         names = None if runs is None else [runs] if isinstance(runs, str) else list(runs)
         if names is not None:
             names = [self.resolve(n) for n in names]

@@ -71,6 +71,7 @@ from typing import Any, Literal, overload
 
 from metrickit._core.schema import (
     TRIAL_STATUSES,
+    check_backend,
     eval_key,
 )
 from metrickit._core.values import INVALID
@@ -161,8 +162,7 @@ def read_harbor_job(
     >>> mk.aggregate(trials, by="eval")
     {'terminus-2__claude-sonnet-4-5__terminal-bench-mini': {'mean': 0.5}}
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     if errors not in ("raise", "report"):
         raise ValueError(f"errors={errors!r}; expected 'raise' or 'report'")
     if isinstance(path_or_paths, str | os.PathLike):

@@ -87,7 +87,7 @@ from pathlib import Path
 from typing import Any
 
 from metrickit._core.identity import canonical_kwargs
-from metrickit._core.schema import eval_key
+from metrickit._core.schema import check_backend, eval_key
 from metrickit.errors import MetrickitWarning, TrialSourceError
 from metrickit.io.trials import (
     Backend,
@@ -168,8 +168,7 @@ def read_inspect_log(
     >>> trials = mk.read_inspect_log("logs/")          # doctest: +SKIP
     >>> mk.pass_at_k(trials, k=2)                      # doctest: +SKIP
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     inspect_log = _import_inspect()
     files = _log_files(inspect_log, path)
     rows: list[dict[str, Any]] = []

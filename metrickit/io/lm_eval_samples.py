@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from metrickit._core.identity import canonical_kwargs
-from metrickit._core.schema import eval_key
+from metrickit._core.schema import check_backend, eval_key
 from metrickit._core.values import describe_value
 from metrickit.errors import TrialSourceError
 from metrickit.io.trials import Backend, build_trials, empty_row, guarded, reading
@@ -119,8 +119,7 @@ def read_lm_eval_samples(
     >>> trials = mk.read_lm_eval_samples("output/")        # doctest: +SKIP
     >>> mk.breakdown(trials, by="source", value="acc")      # doctest: +SKIP
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     wanted = None if metrics is None else set(metrics)
     rows: list[dict[str, Any]] = []
     rewards: list[dict[str, Any] | None] = []

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from metrickit._core.schema import check_backend
 from metrickit.errors import MetrickitWarning, TrialSourceError
 
 __all__ = ["FORMATS", "MIXED", "Format", "Source", "detect", "load", "read_sources", "sources"]
@@ -861,8 +862,7 @@ def read_sources(
     TrialSourceError
         Reward files mixed with trial sources, or what a reader raises.
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     found = list(found)
     if not found:
         raise TrialSourceError("nothing to read; pass a file or folder")

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from metrickit._core.schema import MAX_FILLED_CELLS, Parsed, to_frame
+from metrickit._core.schema import MAX_FILLED_CELLS, Parsed, check_backend, to_frame
 
 # Re-exported: other modules import these from here.
 from metrickit.errors import Problem, RewardFileError
@@ -117,8 +117,7 @@ def read_rewards(source: Source, *, backend: Backend = "pandas", errors: Errors 
         if source_paths(source) is None:  # text or rows: read here, one partition
             return one_partition(read_rewards(source))
         return read_rewards_dask(source)
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas', 'polars' or 'dask'")
+    check_backend(backend, more=("dask",))
     if errors not in ("raise", "report"):
         raise ValueError(f"errors={errors!r}; expected 'raise' or 'report'")
     parts: list[Parsed] = []

@@ -30,6 +30,7 @@ import numpy as np
 from metrickit._core.schema import (
     Parsed,
     check_names,
+    import_polars,
     not_utf8_label,
     piece_columns,
     polars_reward_schema,
@@ -89,6 +90,9 @@ def scan_rewards(source: PathSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) 
     >>> scan.select("_line", "b", "_kind_b").collect().rows()
     [(1, 0.0, 'missing'), (2, 0.0, 'missing'), (3, 1.0, 'int')]
     """
+    import_polars("scan_rewards (a polars LazyFrame)",
+                  "use metrickit.aggregate(path), which reads a file of any size block by "
+                  "block, or read_rewards for a pandas frame")
     import polars as pl
     from polars.io.plugins import register_io_source
 

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from metrickit._core.identity import canonical_kwargs
-from metrickit._core.schema import eval_key
+from metrickit._core.schema import check_backend, eval_key
 from metrickit._core.values import MAX_EXACT_INT, describe_value
 from metrickit.errors import TrialSourceError
 from metrickit.io.trials import (
@@ -122,8 +122,7 @@ def read_terminal_bench(
     >>> tb = mk.read_terminal_bench("runs/2025-08-15__19-28-24")   # doctest: +SKIP
     >>> mk.pass_at_k(tb)                                            # doctest: +SKIP
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     roots = (
         [Path(run_folder)]
         if isinstance(run_folder, str | os.PathLike)

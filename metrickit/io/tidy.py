@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from metrickit._core.identity import canonical_kwargs, with_candidates
+from metrickit._core.schema import check_backend
 from metrickit._core.values import (
     BOOL,
     FLOAT,
@@ -204,6 +205,8 @@ def trials_from_frame(
     """
     import narwhals as nw
 
+    if backend is not None:
+        check_backend(backend)
     out_backend = backend or _native_backend(df)
     nf = nw.from_native(df, eager_only=True)
     rewards = [reward] if isinstance(reward, str) else list(reward)

@@ -35,6 +35,7 @@ from metrickit._core.schema import (
     LEADING_COLUMNS,
     TRAILING_COLUMNS,
     TRIAL_STATUSES,
+    check_backend,
     trials_pandas,
     trials_polars,
 )
@@ -221,8 +222,7 @@ def build_trials(
     ``where`` names each row for error messages (file:line, sample ...), ``reward_field``
     the field its rewards came from; ``error`` is the exception class raised.
     """
-    if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend={backend!r}; expected 'pandas' or 'polars'")
+    check_backend(backend)
     parsed, problems = parse_rows("<trials>", list(rewards))
     if problems:
         p = problems[0]

@@ -518,6 +518,10 @@ def score_cases(
                                 or workers < 1):
         raise ScorerError(f"workers is {workers!r}; expected a positive number of threads "
                           "(or None for the thread pool's default)")
+    if backend == "polars":  # refused before any case is scored when polars is missing
+        from metrickit._core.schema import import_polars
+
+        import_polars("score_cases(backend='polars')", "use backend='pandas' (the default)")
     if isinstance(score, str | os.PathLike):
         score, _ = load_scorer(score)
     arity, reason = scorer_arity(score)
