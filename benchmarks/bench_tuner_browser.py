@@ -1,6 +1,7 @@
 """The tuner in a real browser: key press on a slider -> new plot image in the page.
 
-Starts JupyterLab on 127.0.0.1 with a token (as ``tests/test_browser.py`` does), opens it in
+Starts JupyterLab on 127.0.0.1 with a token (``_jupyter.py``, as ``tests/test_browser.py``
+does), opens it in
 Chromium with Playwright, runs a notebook that shows the tuner and moves the speed-weight
 slider with the keyboard, one step per key press, ``--moves`` times (up and down a stretch
 of the slider, so every press changes the plot). For each press it records, in the page,
@@ -17,8 +18,8 @@ same presses with the tuner's former scheduling, a fixed 60 ms debounce on every
 (``_FIXED_DEBOUNCE``), i.e. what that wait adds on this machine. The load average is
 printed beside the figures (the page, the server and the kernel share the machine's cores).
 With ``--screenshot PNG`` the 14-candidate tuner is also checked at 1,280 px with the file
-browser open (every slider and readout whole, nothing wider than the output area) and
-saved as an image.
+browser open (``_jupyter.layout_at_1280``, the test suite's check: every slider and readout
+whole, nothing wider than the output area, no table cut) and saved as an image.
 
     python benchmarks/bench_tuner_browser.py [--moves 40] [--json] [--screenshot out/x.png]
 
@@ -31,24 +32,18 @@ import argparse
 import contextlib
 import json
 import os
-import secrets
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _jupyter import CHROMIUM, CHROMIUM_ARGS, Lab, jupyter_lab, layout_at_1280
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("METRICKIT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 #: the spec notebooks/03_tune_reward_spec.ipynb starts its tuner from
 NOTEBOOK_03_SPEC = {"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1}, "accuracy": {},
                     "speed": {"reference": 2000}, "cost": {"reference": 0.01}}
@@ -97,46 +92,6 @@ class _Fixed:
         self.fn()
 tuner._schedule = _Fixed(tuner.update)"""
 
-#: in the page: every tuner slider visible and whole, readouts not cut, nothing of the
-#: tuner wider than its output area
-_LAYOUT = """() => {
-  const tuner = [...document.querySelectorAll('.metrickit-tuner')].pop();
-  const area = tuner.closest('.jp-OutputArea-output') || tuner.parentElement;
-  const box = area.getBoundingClientRect();
-  // what the user can see: the output area within the notebook's scroller (a table wider
-  // than that is cut off at the window's edge even when its own box does not scroll)
-  const view = (tuner.closest('.jp-WindowedPanel-outer') || tuner.closest('.jp-Notebook')
-                || area).getBoundingClientRect();
-  const right = Math.min(box.right, view.right);
-  const out = [];
-  for (const s of tuner.querySelectorAll('.widget-slider, .widget-hslider')) {
-    const r = s.getBoundingClientRect();
-    const label = (s.querySelector('.widget-label') || {}).innerText || '?';
-    if (r.width < 200 || r.right > right + 1)
-      out.push(`slider ${label}: ${r.left}-${r.right} in ${box.left}-${box.right}`);
-    const track = s.querySelector('.slider-container, .noUi-target');
-    const tw = track ? track.getBoundingClientRect().width : 999;
-    if (tw < 80) out.push(`slider ${label}: track ${tw}px`);
-    const ro = s.querySelector('.widget-readout');
-    if (ro && (ro.scrollWidth > ro.clientWidth + 1
-               || ro.getBoundingClientRect().right > right + 1))
-      out.push(`readout of ${label} cut: ${ro.innerText}`);
-  }
-  for (const e of tuner.querySelectorAll('img, .widget-html')) {
-    const r = e.getBoundingClientRect();
-    if (r.right > right + 1) out.push(`${e.tagName} ends at ${r.right}, visible to ${right}`);
-  }
-  for (const e of tuner.querySelectorAll('table')) {
-    const holder = e.closest('.widget-html-content') || e.parentElement;
-    if (holder.scrollWidth > holder.clientWidth + 1)
-      out.push(`a table scrolls sideways (${holder.scrollWidth} px in ${holder.clientWidth})`);
-    const tr = e.getBoundingClientRect().right;
-    if (tr > right + 1) out.push(`a table ends at ${tr}, visible to ${right}: columns cut`);
-  }
-  return {problems: out, width: right - box.left};
-}"""
-
-
 def _notebook(path: Path, cells: list[str]) -> None:
     import nbformat
 
@@ -145,20 +100,6 @@ def _notebook(path: Path, cells: list[str]) -> None:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nbformat.write(nb, path)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _api(base: str, token: str, path: str, method: str = "GET") -> Any:
-    request = urllib.request.Request(f"{base}{path}", method=method,
-                                     headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        body = response.read()
-    return json.loads(body) if body else None
 
 
 _SETUP = """() => {
@@ -222,12 +163,11 @@ def _drive(page: Any, moves: int) -> list[float]:
     return list(page.evaluate("window.__mk.times"))
 
 
-def _open_and_run(page: Any, base: str, token: str, name: str) -> None:
+def _open_and_run(page: Any, lab: Lab, name: str) -> None:
     # a workspace of its own, reset: JupyterLab would reopen the previous notebook's tab,
     # and its (stale) tuner would be the one found and driven
     workspace = Path(name).stem.replace("_", "-")
-    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}",
-              timeout=120_000)
+    page.goto(lab.url(f"lab/workspaces/{workspace}/tree/{name}?reset"), timeout=120_000)
     page.wait_for_function(
         "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
         " return w && w.context && w.context.path.endsWith(" + json.dumps(name) + ")"
@@ -242,21 +182,6 @@ def _open_and_run(page: Any, base: str, token: str, name: str) -> None:
         "() => [...document.querySelectorAll('.metrickit-tuner .metrickit-verdict')]"
         ".some(e => /^(best|tied):/.test(e.innerText.trim()))", timeout=120_000)
     page.wait_for_timeout(1000)
-
-
-def _layout_at_1280(page: Any, path: Path) -> dict[str, Any]:
-    """The tuner at a 1,280-px window with JupyterLab's file browser open: what is cut
-    off (see ``_LAYOUT``), and a screenshot saved to ``path``."""
-    page.set_viewport_size({"width": 1280, "height": 1000})
-    page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
-    page.wait_for_timeout(1500)
-    with contextlib.suppress(Exception):
-        page.locator(".metrickit-tuner").last.scroll_into_view_if_needed(timeout=10_000)
-    page.wait_for_timeout(500)
-    found = dict(page.evaluate(_LAYOUT))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=False)  # the window, as the user sees it
-    return found
 
 
 def _p90(values: list[float]) -> float:
@@ -283,8 +208,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="mk-bench-tuner-"))
-    lab = tmp / "lab"
-    lab.mkdir()
+    lab_dir = tmp / "lab"
+    lab_dir.mkdir()
     tables = {"example": None, "14 candidates": _FOURTEEN.format(otel=str(OTEL))}
     cases: list[tuple[str, str, str]] = []  # (table, variant, notebook)
     for variant, options in (("now", ""), ("fixed 60 ms debounce", ", debounce_ms=60")):
@@ -302,32 +227,13 @@ def main() -> None:
                 cells = [setup]
             spec = ", spec" if setup is None else ""
             cells.append(f"tuner = mk.widgets.tune_spec(cases{spec}{options}){force}\ntuner")
-            _notebook(lab / name, cells)
+            _notebook(lab_dir / name, cells)
             cases.append((table, variant, name))
 
-    token, port = secrets.token_hex(16), _free_port()
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)
-    env["JUPYTER_CONFIG_DIR"] = str(tmp / "config")
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
-    log = open(tmp / "jupyter.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
-         f"--ServerApp.root_dir={lab}", "--LabApp.expose_app_in_browser=True"],
-        cwd=lab, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
     results: dict[tuple[str, str], list[float]] = {}
     layout: dict[str, Any] | None = None
     try:
-        for _ in range(120):
-            try:
-                _api(base, token, "/api/status")
-                break
-            except OSError:
-                time.sleep(0.5)
-        with sync_playwright() as p:
+        with jupyter_lab(lab_dir, tmp) as lab, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for table, variant, name in cases:
                 for attempt in (1, 2):  # a loaded machine can miss a start-up deadline
@@ -335,11 +241,11 @@ def main() -> None:
                           flush=True)
                     page = browser.new_page(viewport={"width": 1500, "height": 2200})
                     try:
-                        _open_and_run(page, base, token, name)
+                        _open_and_run(page, lab, name)
                         results[(table, variant)] = _drive(page, args.moves)
                         if args.screenshot and variant == "now" and table != "example":
                             try:  # the figures stand without it
-                                layout = _layout_at_1280(page, Path(args.screenshot))
+                                layout = layout_at_1280(page, Path(args.screenshot))
                             except Exception as exc:
                                 print(f"  layout check failed: {type(exc).__name__}: "
                                       f"{str(exc)[:300]}", file=sys.stderr, flush=True)
@@ -349,17 +255,9 @@ def main() -> None:
                               file=sys.stderr, flush=True)
                     finally:
                         page.close()
-                        for session in _api(base, token, "/api/sessions") or []:
-                            _api(base, token, f"/api/sessions/{session['id']}",
-                                 method="DELETE")
+                        lab.shut_down_kernels()
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
     load = os.getloadavg()

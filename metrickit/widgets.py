@@ -1291,7 +1291,8 @@ class TrialBrowser:
         self.at = w.BoundedIntText(value=self.position + 1, min=1, max=max(1, len(self.pages)),
                                    layout=w.Layout(width="90px"))
         self.count = w.HTML(f"of {len(self.pages):,} · {html.escape(self.title)}")
-        self.page = w.HTML(self.html, layout=w.Layout(width="100%"))
+        # no margin: 100 % plus ipywidgets' 2-px margins would overflow its box sideways
+        self.page = w.HTML(self.html, layout=w.Layout(width="100%", margin="0"))
         self.prev_button.on_click(lambda _: self.prev())
         self.next_button.on_click(lambda _: self.next())
         self.at.observe(lambda change: self.go(change["new"] - 1)
