@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # conda-forge spells a few packages differently from PyPI
-CONDA_NAMES = {"adjusttext": "adjusttext", "duckdb": "python-duckdb"}
+CONDA_NAMES = {"duckdb": "python-duckdb"}
 # the extras a conda user gets too (inspect-ai is not on conda-forge; dev, browser and docs
 # are tools)
 MIRRORED_EXTRAS = ("polars", "widgets", "dask", "store")

@@ -530,6 +530,17 @@ def compare_runs(
     )
 
 
+def _by_task(part: Any, task: str, column: str, tasks: list[Any]) -> Any:
+    """``column`` of the rows of ``part`` whose task is in ``tasks``, indexed by task (a
+    Series built from the two columns alone: indexing the whole frame copies every
+    column)."""
+    import pandas as pd
+
+    keep = part[task].isin(tasks).to_numpy()
+    return pd.Series(part[column].to_numpy()[keep],
+                     index=pd.Index(part[task].to_numpy()[keep], name=task), name=column)
+
+
 def _equals(labels: Any, label: Any) -> npt.NDArray[np.bool_]:
     """Rows whose label is ``label`` (a null label matches nothing; no NA ambiguity)."""
     import pandas as pd
@@ -592,8 +603,7 @@ def _mcnemar_single_attempt(
     if not np.all((values == 0) | (values == 1)):
         notes.append("McNemar's test not computed: the values are not all 0/1")
         return None
-    left = da[da[task].isin(common)].set_index(task)[column]
-    right = db[db[task].isin(common)].set_index(task)[column]
+    left, right = (_by_task(part, task, column, common) for part in (da, db))
     if not (left.index.is_unique and right.index.is_unique):
         notes.append(
             "McNemar's test not computed: a task has several attempts in a run, so trials "

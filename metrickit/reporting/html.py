@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -363,13 +364,21 @@ def _prepare(trials: Any, value: str | None, by: str) -> list[_Data]:
 
 
 def _png(ax: Any) -> tuple[bytes, int, int]:
-    import matplotlib.pyplot as plt
+    """The figure as PNG at 100 dpi: one draw (its layout, then its pixels), where
+    ``savefig`` would lay a constrained figure out in a draw of its own first."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.image import imsave
 
     fig = getattr(ax, "figure", ax)
+    fig.set_dpi(100)
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    unstamped: dict[str, Any] = {"Software": None}  # None drops matplotlib's default key
+    # zlib level 1: a third of the default's time, and no larger on these flat plots
+    imsave(buffer, canvas.buffer_rgba(), format="png", origin="upper", dpi=100,
+           metadata=unstamped, pil_kwargs={"compress_level": 1})
     width, height = (round(v) for v in fig.get_size_inches() * 100)
-    plt.close(fig)
     return buffer.getvalue(), width, height
 
 
@@ -498,9 +507,7 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
 
     if not len(ranked):
         return None
-    table = ranked.assign(__order=range(len(ranked))).sort_values(
-        ["rank", "p_best", "__order"], ascending=[True, False, True])
-    names = list(table.index)
+    names, best = _order(ranked)
     leader, others = names[0], names[1:]
     # only the columns the comparisons read: each compare_runs copies what it is given
     wanted = [by, _LABEL, column, f"_kind_{column}", "_status", "has_reward", "reward_valid",
@@ -518,11 +525,19 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
         left_out[name] = len(tasks[name] | tasks[leader]) - len(shared)
     pvalues = [runs[n].pvalue if runs[n] is not None else math.nan for n in others]
     p_holm = dict(zip(others, holm(pvalues).tolist(), strict=True))
-    v = _Versus(leader, others, runs, p_holm, left_out, [])
-    if table["rank_low"].isna().all():
-        return v  # no rank intervals: no verdict
-    v.best = [n for n in names if bool(table.loc[n, "best_group"])]
-    return v
+    return _Versus(leader, others, runs, p_holm, left_out, best)
+
+
+def _order(ranked: Any) -> tuple[list[Any], list[Any]]:
+    """The candidates of ``ranked`` (``compare_metrics``' table by group) best-ranked first,
+    and those that may be best at 95 % confidence (its ``best_group``; none without rank
+    intervals: no verdict)."""
+    table = ranked.assign(__order=range(len(ranked))).sort_values(
+        ["rank", "p_best", "__order"], ascending=[True, False, True])
+    names = list(table.index)
+    if not len(table) or table["rank_low"].isna().all():
+        return names, []
+    return names, [n for n in names if bool(table.loc[n, "best_group"])]
 
 
 def _against_leader(v: _Versus | None, value: str) -> Table | None:
@@ -938,10 +953,8 @@ def _spec_section(d: _Data, spec: Any, source: str) -> Section:
     parts = {p: scores[f"{p}_score"] for p in ("accuracy", "speed", "cost")}
     ranking = compare_metrics(scored, {"spec": "__spec"}, by=d.by, cluster=_LABEL)
     ranked = ranking.table.set_index("group")
-    versus = _versus(scored, "__spec", d.by, ranked)  # the headline's tie rule
-    best = versus.best if versus is not None else []
-    order = [] if versus is None else [versus.leader, *versus.others]
-    t = ranking.table.set_index("group").loc[order].reset_index()
+    order, best = _order(ranked)  # the headline's order and tie rule
+    t = ranked.loc[order].reset_index()
     rows, marks = [], []
     codes = frame[d.by].to_numpy()
     for _, r in t.iterrows():
@@ -992,6 +1005,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+@functools.cache  # each look-up scans the installed distributions
 def _version(package: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -1039,15 +1053,16 @@ def _trial_files(d: _Data) -> tuple[list[Path], list[Path]]:
     """Harbor job folders and Inspect log files the trials came from."""
     if "trial_dir" not in d.all:
         return [], []
-    jobs: dict[Path, None] = {}
+    jobs: dict[Path, bool] = {}  # every parent folder seen: whether it is a job's
     logs: dict[Path, None] = {}
     for entry in d.all["trial_dir"].dropna().astype(str).unique():
         path = Path(entry)
         if path.suffix in (".eval", ".json") and path.is_file():
             logs[path] = None
-        elif any((path.parent / n).exists() for n in ("result.json", "config.json", "job.log")):
-            jobs[path.parent] = None
-    return list(jobs), list(logs)
+        elif path.parent not in jobs:  # a job's trials share it: looked at once
+            jobs[path.parent] = any((path.parent / n).exists()
+                                    for n in ("result.json", "config.json", "job.log"))
+    return [job for job, is_job in jobs.items() if is_job], list(logs)
 
 
 def _task_checksums(d: _Data) -> dict[str, dict[str, int]]:
@@ -1193,7 +1208,16 @@ def build_sections(
         No trial, no value column, a value missing on every trial, or a spec that is not a
         :class:`metrickit.RewardSpec`.
     """
+    from metrickit.reporting import plots
+
     _check_spec(spec)
+    with plots.offscreen():  # figures for the page only: pyplot never sees them
+        return _build_sections(trials, value=value, spec=spec, by=by, command=command,
+                               spec_source=spec_source)
+
+
+def _build_sections(trials: Any, *, value: str | None, spec: Any, by: str, command: str,
+                    spec_source: str) -> dict[str, Any]:
     datas = _prepare(trials, value, by)
     d = datas[0]  # the value ranked first: the costs and the spec read it
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -17,8 +17,9 @@ What every plot has in common:
 * **Readable units.** A ``*_ms`` column is shown in ms, s, min or h, whichever suits its
   typical value (:func:`unit_for`); a ``*_usd`` column in dollars with as many decimals as
   the values need (``$0.012``, ``$1.50``). Axes never use an offset like ``1e6``.
-* **No overlapping text.** Point labels are placed with ``adjustText``; a label that still
-  collides after placement is left out, and the title says how many were.
+* **No overlapping text.** Each point label goes beside its marker where it is clear of
+  every marker, every other label and the Axes' edges (else nearby, with a leader line);
+  a label with no free spot is left out, and the title says how many were.
 * **Candidates, counted once.** Every plot that groups by candidate takes ``by=``
   (default ``"candidate"``, the column every metrickit reader fills) and draws only the
   trials that count (:func:`metrickit._core.frame.counted_trials`: a running trial never
@@ -37,6 +38,7 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -58,6 +60,7 @@ __all__ = [
     "candidate_means",
     "literal",
     "metric_intervals",
+    "offscreen",
     "pareto_front",
     "rank_bump",
     "reward_distribution",
@@ -179,9 +182,40 @@ def _dress(ax: Any, grid: str = "both") -> None:
     ax.tick_params(labelsize=STYLE["xtick.labelsize"])
 
 
+_OFFSCREEN: ContextVar[bool] = ContextVar("metrickit_plots_offscreen", default=False)
+
+
+@contextmanager
+def offscreen() -> Iterator[None]:
+    """Figures the plot functions make inside are drawn offscreen: a plain
+    :class:`matplotlib.figure.Figure` on an Agg canvas, which pyplot never sees.
+
+    Nothing is shown and nothing needs closing (a figure goes when its last reference
+    does), and ``matplotlib.pyplot`` is not imported, which saves a script that only
+    writes files a tenth of a second. :func:`metrickit.report` draws its plots this way.
+    Outside it, a new figure is pyplot's, so a notebook shows it::
+
+        with plots.offscreen():
+            ax = plots.candidate_bars(trials)
+        ax.figure.savefig("bars.png")
+    """
+    token = _OFFSCREEN.set(True)
+    try:
+        yield
+    finally:
+        _OFFSCREEN.reset(token)
+
+
 def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
     if ax is not None:
         return ax
+    if _OFFSCREEN.get():
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        return fig.add_subplot()
     import matplotlib.pyplot as plt
 
     _, ax = plt.subplots(figsize=figsize, layout="constrained")
@@ -375,9 +409,12 @@ def _overlap(a: Any, b: Any, pad: float = -1.0) -> bool:
     )
 
 
-_ADJUST: dict[str, Any] = {"expand": (1.1, 1.3), "force_text": (0.5, 1.0),
-                           "force_static": (0.3, 0.6), "iter_lim": 200}
 _LEADER: dict[str, Any] = {"arrowstyle": "-", "color": MUTED, "lw": 0.5}
+_GAP = 2.0  # pixels between a marker's edge and a label beside it
+# Where a label beside its point goes, in order of preference: (dx, dy) in units of the
+# marker's radius plus the gap plus half the label, so the label just clears the marker.
+_BESIDE = ((0.0, 1.0), (0.0, -1.0), (1.0, 0.0), (-1.0, 0.0),
+           (0.75, 0.75), (-0.75, 0.75), (0.75, -0.75), (-0.75, -0.75))
 
 
 def _marker_boxes(ax: Any, xs: Any, ys: Any, sizes: Any) -> list[Any]:
@@ -385,12 +422,18 @@ def _marker_boxes(ax: Any, xs: Any, ys: Any, sizes: Any) -> list[Any]:
     from matplotlib.transforms import Bbox
 
     centres = ax.transData.transform(np.column_stack([xs, ys]))
-    radius = np.sqrt(np.asarray(sizes, dtype=float)) / 2 * ax.figure.dpi / 72
+    radius = _radii(ax, sizes, len(centres))
     return [
         Bbox([[cx - r, cy - r], [cx + r, cy + r]])
-        for (cx, cy), r in zip(centres, np.broadcast_to(radius, len(centres)), strict=True)
+        for (cx, cy), r in zip(centres, radius, strict=True)
         if np.isfinite(cx) and np.isfinite(cy)
     ]
+
+
+def _radii(ax: Any, sizes: Any, n: int) -> np.ndarray:
+    """Marker radii in pixels from areas in points²."""
+    radius = np.sqrt(np.asarray(sizes, dtype=float)) / 2 * ax.figure.dpi / 72
+    return np.broadcast_to(radius, n)
 
 
 def _clear(box: Any, inside: Any, taken: list[Any]) -> bool:
@@ -399,21 +442,25 @@ def _clear(box: Any, inside: Any, taken: list[Any]) -> bool:
     return within and not any(_overlap(box, other) for other in taken)
 
 
-def _nearest_free_spot(ax: Any, text: Any, point: Any, inside: Any, taken: list[Any],
-                       renderer: Any) -> Any:
-    """Move ``text`` to the free position closest to ``point`` (pixels) on rings of growing
-    radius; returns its box there, or None when no spot within 160 px is free."""
-    inverse = ax.transData.inverted()
-    text.set_horizontalalignment("center")
-    text.set_verticalalignment("center")
-    for radius in range(14, 161, 8):
+def _box(centre: tuple[float, float], size: tuple[float, float]) -> Any:
+    from matplotlib.transforms import Bbox
+
+    (cx, cy), (w, h) = centre, size
+    return Bbox([[cx - w / 2, cy - h / 2], [cx + w / 2, cy + h / 2]])
+
+
+def _spots(point: Any, radius: float, size: tuple[float, float]) -> Iterator[
+        tuple[tuple[float, float], bool]]:
+    """Centres a label of ``size`` (pixels) may take around ``point``, nearest first, each
+    with whether it needs a leader line: beside the marker (:data:`_BESIDE`), then on
+    rings of growing radius up to 160 px."""
+    w, h = size
+    for dx, dy in _BESIDE:
+        yield (point[0] + dx * (radius + _GAP + w / 2),
+               point[1] + dy * (radius + _GAP + h / 2)), False
+    for ring in range(14, 161, 8):
         for angle in np.linspace(0, 2 * np.pi, 24, endpoint=False):
-            spot = (point[0] + radius * 1.6 * np.cos(angle), point[1] + radius * np.sin(angle))
-            text.set_position(inverse.transform(spot))
-            box = text.get_window_extent(renderer)
-            if _clear(box, inside, taken):
-                return box
-    return None
+            yield (point[0] + ring * 1.6 * np.cos(angle), point[1] + ring * np.sin(angle)), True
 
 
 def _place_labels(
@@ -422,27 +469,19 @@ def _place_labels(
     """Place point labels so no two overlap and none covers a marker or leaves the Axes.
 
     Labels already clear of each other, of every marker and of the Axes' edges stay where
-    they are (adjustText, which imports ``scipy.spatial`` and ``scipy.sparse``, is then
-    not imported at all); otherwise adjustText moves them apart first, then
-    :func:`_repair_labels`. ``texts`` come in priority order, ``sizes`` are the markers'
-    areas (points²) per point. Returns the labels kept and the leader lines.
+    they are; otherwise :func:`_repair_labels` moves each one that is not, in priority
+    order, to the first free spot beside its point, else to the nearest free spot within
+    160 px (with a leader line), else leaves it out. The placement is deterministic and
+    measures each label once. ``texts`` come in priority order, ``sizes`` are the
+    markers' areas (points²) per point. Returns the labels kept and the leader lines.
     """
     if not texts:
         return [], []
-    fig = ax.figure
-    fig.draw_without_rendering()  # the layout settles first: adjustText works in pixels
-    with _settled(fig):
-        markers = _marker_boxes(ax, xs, ys, sizes)
-        if _all_clear(ax, texts, markers):
-            return list(texts), []
-        from adjustText import adjust_text
-
-        _, arrows = adjust_text(
-            texts, x=np.asarray(xs), y=np.asarray(ys), ax=ax, objects=markers or None,
-            **_ADJUST, arrowprops=_LEADER,
-        )
-        arrows = list(arrows)
-        return _repair_labels(ax, texts, xs, ys, sizes, arrows), arrows
+    _lay_out(ax.figure)  # the layout settles first: the spots are in pixels
+    if _all_clear(ax, texts, _marker_boxes(ax, xs, ys, sizes)):
+        return list(texts), []
+    arrows: list[Any] = []
+    return _repair_labels(ax, texts, xs, ys, sizes, arrows, laid_out=True), arrows
 
 
 def _all_clear(ax: Any, texts: list[Any], markers: list[Any]) -> bool:
@@ -459,33 +498,32 @@ def _all_clear(ax: Any, texts: list[Any], markers: list[Any]) -> bool:
     return True
 
 
-@contextmanager
-def _settled(fig: Any) -> Iterator[None]:
-    """The figure's layout kept where it is while the labels move (they stay inside the
-    Axes, so it would not change): each of the draws that place them then skips the
-    constrained layout, which costs most of a draw. The layout engine is back afterwards."""
+def _lay_out(fig: Any) -> None:
+    """Put the Axes where the next draw will: the figure's layout engine alone, which is
+    what a draw would run first (the artists need not be drawn for their positions); a
+    figure without one is drawn without rendering, which settles its limits."""
     engine = fig.get_layout_engine()
     if engine is None:
-        yield
-        return
-    fig.set_layout_engine("none")
-    try:
-        yield
-    finally:
-        fig.set_layout_engine(engine)
+        fig.draw_without_rendering()
+    else:
+        engine.execute(fig)
 
 
 def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,
-                   arrows: list[Any]) -> list[Any]:
+                   arrows: list[Any], *, laid_out: bool = False) -> list[Any]:
     """Move a label that sits on a marker or an earlier label, or outside the Axes, to the
-    nearest free spot around its point (with a leader line); drop it when no spot within
-    160 px is free. Returns the labels kept."""
+    first free spot beside its point, else to the nearest free spot within 160 px with a
+    leader line (:func:`_spots`); drop it when none is free. ``laid_out``: the layout is
+    already settled. Returns the labels kept."""
     fig = ax.figure
-    fig.draw_without_rendering()
+    if not laid_out:
+        _lay_out(fig)
     renderer = fig.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     taken: list[Any] = _marker_boxes(ax, xs, ys, sizes)
     targets = ax.transData.transform(np.column_stack([xs, ys]))
+    radii = _radii(ax, sizes, len(targets))
+    inverse = ax.transData.inverted()
     kept = []
     for text in texts:
         box = text.get_window_extent(renderer)
@@ -496,22 +534,29 @@ def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,
         for arrow in [a for a in arrows if _leads_to(a) is text]:
             arrow.remove()
             arrows.remove(arrow)
-        point = targets[int(text.get_gid())]
-        box = _nearest_free_spot(ax, text, point, inside, taken, renderer)
-        if box is None:
+        i = int(text.get_gid())
+        point = targets[i]
+        size = (box.width, box.height)
+        spot = next(((centre, lead) for centre, lead in _spots(point, float(radii[i]), size)
+                     if _clear(_box(centre, size), inside, taken)), None)
+        if spot is None:
             text.remove()
             continue
-        taken.append(box)
+        centre, lead = spot
+        text.set_horizontalalignment("center")
+        text.set_verticalalignment("center")
+        text.set_position(inverse.transform(centre))
+        taken.append(_box(centre, size))
         kept.append(text)
-        leader = ax.annotate("", xy=ax.transData.inverted().transform(point),
-                             xytext=text.get_position(),
-                             arrowprops={**_LEADER, "patchA": text, "shrinkB": 4})
-        arrows.append(leader)
+        if lead:
+            arrows.append(ax.annotate("", xy=inverse.transform(point),
+                                      xytext=text.get_position(),
+                                      arrowprops={**_LEADER, "patchA": text, "shrinkB": 4}))
     return kept
 
 
 def _leads_to(arrow: Any) -> Any:
-    """The label a leader line starts from (adjustText's arrow patch or our annotation)."""
+    """The label a leader line starts from."""
     return getattr(getattr(arrow, "arrow_patch", arrow), "patchA", None)
 
 
@@ -952,9 +997,9 @@ def tradeoff(
     probability of being on it over task-clustered draws of the means (``(80%)``), and the
     dashed line joins the candidates on the front of the point estimates. Latency is shown
     in ms, s or min and cost in dollars, whichever reads best (:func:`unit_for`). Names are
-    shortened (:func:`short_labels`) and placed with adjustText so no two overlap; beyond 16
-    candidates only the best, tied and front ones are named, and the title says how many
-    names were left out.
+    shortened (:func:`short_labels`) and placed beside their points so no two overlap and
+    none covers a marker; beyond 16 candidates only the best, tied and front ones are
+    named, and the title says how many names were left out.
 
     Parameters
     ----------
