@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -216,14 +217,56 @@ def unit_means(
     return cell_sum / np.maximum(cell_n, 1), (cells // k).astype(np.intp), cell_n
 
 
+# Small bootstraps (resamples x values at most this) keep each resample's draw counts, so
+# a repeat with other values of the same size and seed (the tuner's slider: the same tasks,
+# new rewards) is two matrix-vector products instead of a fresh draw; at most
+# _COUNTS_BYTES of them are kept, least recently used dropped first.
+_COUNTS_CELLS = 1 << 18
+_COUNTS_BYTES = 64 << 20
+_counts: OrderedDict[tuple[int, int, int], FloatArray] = OrderedDict()
+
+
+def _resample_counts(g: int, n_resamples: int, seed: int) -> FloatArray:
+    """How often each of ``g`` values is drawn in each of ``n_resamples`` resamples, from the
+    stream of ``default_rng(seed).integers(0, g, (n_resamples, g))``."""
+    key = (g, n_resamples, seed)
+    hit = _counts.get(key)
+    if hit is not None:
+        _counts.move_to_end(key)
+        return hit
+    index = np.random.default_rng(seed).integers(0, g, (n_resamples, g))
+    index += g * np.arange(n_resamples)[:, None]
+    counts: FloatArray = np.bincount(index.ravel(), minlength=n_resamples * g).reshape(
+        n_resamples, g).astype(np.float64)
+    counts.setflags(write=False)
+    _counts[key] = counts
+    while sum(c.nbytes for c in _counts.values()) > _COUNTS_BYTES:
+        _counts.popitem(last=False)
+    return counts
+
+
 def _bootstrap_t(m: FloatArray, confidence: float, n_resamples: int, seed: int) -> tuple[
         float, float]:
     """Studentized (bootstrap-t) interval of the mean of ``m`` (resampling its entries),
     drawn in blocks of at most :data:`BLOCK_CELLS` values (the same stream as one draw of
-    ``(n_resamples, g)`` indices, so the same interval)."""
+    ``(n_resamples, g)`` indices, so the same interval). Small ones reuse the resamples'
+    draw counts (:func:`_resample_counts`): the same resamples, sums in another order
+    (equal to about 1e-12)."""
     g = m.size
-    rng = np.random.default_rng(seed)
     mean, se = float(m.mean()), float(m.std(ddof=1)) / math.sqrt(g)
+    alpha = (1 - confidence) / 2
+    if n_resamples * g <= _COUNTS_CELLS and g >= 2:
+        counts = _resample_counts(g, n_resamples, seed)
+        d = m - mean  # centred first: the sums of squares below lose no digits to the mean
+        shift = counts @ d / g  # each resample's mean minus the mean
+        var = (counts @ (d * d) - g * shift * shift) / (g - 1)
+        # a resample of one repeated value has no spread; rounding leaves ~1e-16 of it
+        flat = var <= 1e-12 * np.maximum(counts @ (d * d), np.finfo(float).tiny) / (g - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(flat, 0.0, shift / np.sqrt(np.maximum(var, 0.0) / g))
+        lo, hi = np.quantile(t, [alpha, 1 - alpha])
+        return mean - float(hi) * se, mean - float(lo) * se
+    rng = np.random.default_rng(seed)
     rows = max(1, BLOCK_CELLS // g)
     t = np.empty(n_resamples, dtype=np.float64)
     for start in range(0, n_resamples, rows):
@@ -232,7 +275,6 @@ def _bootstrap_t(m: FloatArray, confidence: float, n_resamples: int, seed: int) 
         mu, sd = s.mean(axis=1), s.std(axis=1, ddof=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             t[start:stop] = np.where(sd > 0, (mu - mean) / (sd / math.sqrt(g)), 0.0)
-    alpha = (1 - confidence) / 2
     lo, hi = np.quantile(t, [alpha, 1 - alpha])
     return mean - float(hi) * se, mean - float(lo) * se
 

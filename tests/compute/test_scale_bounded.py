@@ -102,3 +102,28 @@ def test_several_skewed_groups_at_many_tasks_stay_bounded(monkeypatch):
     gi = intervals.grouped_intervals(groups, 3, x, clusters=np.arange(groups.size))
     assert all(method == "skewed" for method in gi.method)
     assert not rec.sizes or max(rec.sizes) <= intervals.BLOCK_CELLS
+
+
+def test_a_repeated_small_bootstrap_t_reuses_its_draws(monkeypatch):
+    # the tuner's case: the same tasks, new values on every slider move; the resamples'
+    # draw counts are kept, so the second call draws nothing and is still the direct one
+    rng = np.random.default_rng(7)
+    first, second = rng.lognormal(0, 1.2, 24), rng.lognormal(0, 0.8, 24)
+    expected = _old_bootstrap_t(second, 0.95, 2000, 11)
+    intervals._counts.clear()
+    intervals._bootstrap_t(first, 0.95, 2000, 11)
+    _Recorder(monkeypatch, limit=0)  # any new draw fails
+    assert intervals._bootstrap_t(second, 0.95, 2000, 11) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_resample_of_one_repeated_value_has_no_spread():
+    # tied values: a resample of equal values has t = 0, never the huge t that rounding
+    # leaves in their standard deviation (0.1 five times: ~1e-17; the direct way's upper
+    # bound then runs to 2.6e16)
+    m = np.array([0.1] * 5 + [2.5])
+    low, high = intervals._bootstrap_t(m, 0.95, 2000, 0)
+    assert m.min() - 3 < low <= m.mean() <= high < m.max() + 3
+    with np.errstate(invalid="ignore"):
+        direct = _old_bootstrap_t(m, 0.95, 2000, 0)
+    assert max(abs(direct[0]), abs(direct[1])) > 1e6  # the failure this guards against
+    assert sum(c.nbytes for c in intervals._counts.values()) <= intervals._COUNTS_BYTES
