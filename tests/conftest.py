@@ -78,6 +78,51 @@ def _close_figures():
         plt.close("all")
 
 
+# -- folders made once a session, shared by the xdist workers ---------------------------------
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+              make: Any) -> Path:
+    """``make(folder)`` run once per test session, whichever xdist worker asks first; the
+    others wait for it and get the same folder (pytest-xdist's documented recipe: a file
+    lock in the base temporary folder the workers share). Callers must not change it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' folders sit side by side in the session's
+    folder = root / name
+    with FileLock(str(root / f"{name}.lock")):
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def inspect_fixture_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The logs ``tests/io/inspect_fixture.py`` writes (a real, offline Inspect run: eval,
+    json, partial), made once a session in a child process (Inspect's event loop leaves
+    anyio streams for the garbage collector, which ``filterwarnings = error`` would turn
+    into errors of whichever test collects them). Read-only: copy before changing."""
+    pytest.importorskip("inspect_ai")
+    import subprocess
+
+    def make(folder: Path) -> None:
+        subprocess.run([sys.executable, str(ROOT / "tests" / "io" / "inspect_fixture.py"),
+                        str(folder)], check=True, capture_output=True, timeout=300)
+
+    return made_once(tmp_path_factory, "inspect_fixture_logs", make)
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``made_once`` bound to this session: ``shared_tmp(name, make)``."""
+    return functools.partial(made_once, tmp_path_factory)
+
+
 # -- the notebooks, executed once a session ---------------------------------------------------
 
 

@@ -7,12 +7,14 @@ download. Run as a script to write the output to a folder:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 DOCS = [
     {"question": "2+2", "choices": ["3", "4"], "label": 1, "answer": "4"},
@@ -77,34 +79,30 @@ metadata:
 TASK_VERSION = "metadata:\n  version: 2.0\n"
 
 
-#: (group, model_args) -> the output folder of the first run with them in this process
-_RUNS: dict[tuple[bool, str], Path] = {}
-
-
 def run_lm_eval(root: Path, *, group: bool = False,
-                model_args: str = "pretrained=tiny/dummy-lm") -> Path:
+                model_args: str = "pretrained=tiny/dummy-lm", once: Any = None) -> Path:
     """Run lm_eval in ``root``; the ``--output_path`` folder it wrote. ``group``: run the
     two tasks as the group ``tiny_suite`` (versioned tasks and group).
 
-    lm_eval takes 10-20 s (mostly its imports), so it runs once per test session for each
-    ``(group, model_args)``: a later call gets a copy of that run's whole folder (docs,
-    task files, output) in its own ``root``, so each caller may change its copy. The
-    output's own records of where the docs were still name the first run's folder, which
+    lm_eval takes 10-20 s (mostly its imports). With ``once`` (the ``shared_tmp`` fixture
+    of tests/conftest.py) it runs once per test session for each ``(group, model_args)``,
+    whichever xdist worker asks first: every call gets a copy of that run's whole folder
+    (docs, task files, output) in its own ``root``, so each caller may change its copy.
+    The output's own records of where the docs were name the first run's folder, which
     lives as long as the session.
     """
-    key = (group, model_args)
-    if key in _RUNS and _RUNS[key].is_dir():
-        first = _RUNS[key].parent
-        root.mkdir(parents=True, exist_ok=True)
-        for entry in first.iterdir():
-            if entry.is_dir():
-                shutil.copytree(entry, root / entry.name)
-            else:
-                shutil.copy2(entry, root / entry.name)
-        return root / "out"
-    out = _run(root, group=group, model_args=model_args)
-    _RUNS[key] = out
-    return out
+    if once is None:
+        return _run(root, group=group, model_args=model_args)
+    digest = hashlib.blake2b(f"{group}|{model_args}".encode(), digest_size=6).hexdigest()
+    first = once(f"lm_eval-{digest}", lambda folder: _run(folder, group=group,
+                                                          model_args=model_args))
+    root.mkdir(parents=True, exist_ok=True)
+    for entry in first.iterdir():
+        if entry.is_dir():
+            shutil.copytree(entry, root / entry.name)
+        elif entry.name != ".made":
+            shutil.copy2(entry, root / entry.name)
+    return root / "out"
 
 
 def _run(root: Path, *, group: bool, model_args: str) -> Path:
@@ -126,7 +124,7 @@ def _run(root: Path, *, group: bool, model_args: str) -> Path:
     }
     done = subprocess.run(
         [
-            sys.executable, "-m", "lm_eval", "--model", "dummy",
+            sys.executable, str(Path(__file__).resolve()), "--lm-eval", "--model", "dummy",
             "--model_args", model_args,
             "--tasks", "tiny_suite" if group else "tiny_mc,tiny_gen",
             "--include_path", str(tasks),
@@ -139,5 +137,28 @@ def _run(root: Path, *, group: bool, model_args: str) -> Path:
     return root / "out"
 
 
+def _lm_eval_cli(argv: list[str]) -> None:
+    """``lm_eval ARGV`` as its console script runs it, with a task index of the
+    ``--include_path`` tasks alone: lm_eval would otherwise index its ~15,000 built-in task
+    files (10-13 s of a run's 15-18 s) to look up two names it does not have. Loading, the
+    dummy model, filters, metrics and the results and samples files are lm_eval's own code.
+    """
+    from lm_eval import tasks
+    from lm_eval.__main__ import cli_evaluate
+
+    index_all = tasks.TaskManager.__init__
+
+    def own_tasks_only(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["include_defaults"] = False
+        index_all(self, *args, **kwargs)
+
+    tasks.TaskManager.__init__ = own_tasks_only  # type: ignore[method-assign]
+    sys.argv = ["lm_eval", *argv]
+    cli_evaluate()
+
+
 if __name__ == "__main__":
-    print(run_lm_eval(Path(sys.argv[1])))
+    if sys.argv[1:2] == ["--lm-eval"]:
+        _lm_eval_cli(sys.argv[2:])
+    else:
+        print(run_lm_eval(Path(sys.argv[1])))

@@ -6,7 +6,6 @@ wrong type in every field)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import warnings
 from datetime import datetime
@@ -356,11 +355,8 @@ def test_trials_from_frame_fuzz_every_argument() -> None:
 
 
 @pytest.fixture(scope="module")
-def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    pytest.importorskip("inspect_ai")
-    folder = tmp_path_factory.mktemp("inspect_logs")
-    subprocess.run([sys.executable, str(Path(__file__).parent / "inspect_fixture.py"),
-                    str(folder)], check=True, capture_output=True, timeout=300)
+def inspect_logs(inspect_fixture_logs: Path) -> dict[str, Path]:
+    folder = inspect_fixture_logs  # read-only, shared by the session
     return {name: next((folder / name).glob("*")) for name in ("eval", "json")}
 
 

@@ -316,13 +316,13 @@ def test_inspect_solver_args_are_agent_kwargs(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lm_eval_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def lm_eval_runs(tmp_path_factory: pytest.TempPathFactory, shared_tmp: Any) -> dict[str, Path]:
     pytest.importorskip("lm_eval")
     from lm_eval_fixture import run_lm_eval
 
     return {
-        "plain": run_lm_eval(tmp_path_factory.mktemp("lm_plain")),
-        "group": run_lm_eval(tmp_path_factory.mktemp("lm_group"), group=True),
+        "plain": run_lm_eval(tmp_path_factory.mktemp("lm_plain"), once=shared_tmp),
+        "group": run_lm_eval(tmp_path_factory.mktemp("lm_group"), group=True, once=shared_tmp),
     }
 
 

@@ -25,18 +25,10 @@ pytestmark = pytest.mark.slow  # the session fixture runs an Inspect eval (~3-5 
 
 
 @pytest.fixture(scope="session")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The logs of one real Inspect run, made in a child process: Inspect's event loop
-    leaves anyio streams for the garbage collector (ResourceWarning), which
-    ``filterwarnings = error`` would turn into errors of whichever test collects them."""
-    folder = tmp_path_factory.mktemp("inspect_logs")
-    subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "inspect_fixture.py"), str(folder)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return {name: folder / name for name in ("eval", "json", "partial")}
+def logs(inspect_fixture_logs: Path) -> dict[str, Path]:
+    """The logs of one real Inspect run (the session's ``inspect_fixture_logs``: made once,
+    read-only; a test that changes a log copies it first)."""
+    return {name: inspect_fixture_logs / name for name in ("eval", "json", "partial")}
 
 
 def _expected_rows(folder: Path) -> dict[tuple[str, str, int], dict[str, Any]]:

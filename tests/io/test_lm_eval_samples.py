@@ -24,8 +24,8 @@ from trial_schema_check import assert_trial_schema
 pytestmark = pytest.mark.slow  # the session fixture runs lm_eval (~10-15 s, mostly imports)
 
 @pytest.fixture(scope="session")
-def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_lm_eval(tmp_path_factory.mktemp("lm_eval"))
+def output(tmp_path_factory: pytest.TempPathFactory, shared_tmp: object) -> Path:
+    return run_lm_eval(tmp_path_factory.mktemp("lm_eval"), once=shared_tmp)
 
 
 def test_rows_and_rewards_match_lm_evals_own_files(output: Path) -> None:

@@ -330,19 +330,14 @@ def test_templates_are_package_data():
 
 
 @pytest.mark.slow
-def test_inspect_logs_provenance(tmp_path):
-    import subprocess
-    import sys
-
+def test_inspect_logs_provenance(tmp_path, inspect_fixture_logs):
     from inspect_ai.log import read_eval_log
 
-    fixture = Path(__file__).resolve().parents[1] / "io" / "inspect_fixture.py"
-    subprocess.run([sys.executable, str(fixture), str(tmp_path / "logs")], check=True,
-                   capture_output=True, timeout=300)
-    logs = sorted((tmp_path / "logs" / "eval").glob("*.eval"))
+    logs = sorted((inspect_fixture_logs / "eval").glob("*.eval"))
     assert logs
     out = tmp_path / "inspect.html"
-    assert cli(["report", str(tmp_path / "logs" / "eval"), "-o", str(out), "--value", "exact"]) == 0
+    assert cli(["report", str(inspect_fixture_logs / "eval"), "-o", str(out), "--value",
+                "exact"]) == 0
     page = _parse(out)
     facts = {r[0][0]: r[1][0] for r in page.tables["provenance-facts"][1:]}
     versions = {read_eval_log(str(p), header_only=True).eval.packages["inspect_ai"] for p in logs}
