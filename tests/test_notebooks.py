@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +23,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_without_outputs(path):
+    import nbformat  # here, not at collection: its jsonschema import takes seconds
+
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -35,6 +36,8 @@ def test_notebook_runs(path, executed_notebooks):
     run = executed_notebooks.get(path.name)
     assert run.failure is None, run.failure
     assert not run.errors, run.errors
+    import nbformat
+
     executed = nbformat.read(run.path, as_version=4)
     code = [c for c in executed.cells if c.cell_type == "code"]
     # every code cell ran (none skipped after a silent stop), and the copy holds its outputs
@@ -44,6 +47,7 @@ def test_notebook_runs(path, executed_notebooks):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_teaches_and_its_checks_live_in_the_tests(path):
+    import nbformat  # here, not at collection: its jsonschema import takes seconds
     from notebook_checks import CHECKS
 
     nb = nbformat.read(path, as_version=4)

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-
 ROOT = Path(__file__).resolve().parent.parent
 
 CELLS = [
@@ -30,6 +27,9 @@ CELLS = [
 
 
 def test_tuner_redraws_in_place_with_ipympl(monkeypatch):
+    import nbformat  # here, not at collection: its jsonschema import takes seconds
+    from nbclient import NotebookClient
+
     monkeypatch.delenv("MPLBACKEND", raising=False)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]

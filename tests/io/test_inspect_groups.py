@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 import metrickit as mk
 from metrickit.errors import TrialSourceError
 
-pytest.importorskip("inspect_ai")
-pytestmark = pytest.mark.slow  # the fixture runs two Inspect evals
+# slow: the fixture runs two Inspect evals; inspect_ai is not imported at collection
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None,
+                       reason="needs inspect-ai: pip install 'metrickit[inspect]'")]
 
 REALDATA = Path(__file__).resolve().parents[3] / "shared" / "realdata"
 REAL_MMLU = REALDATA / "inspect_ai" / "mmlu-summary-choices.eval"

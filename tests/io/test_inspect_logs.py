@@ -3,6 +3,7 @@ checked column by column against the same logs read with Inspect's own API."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -12,8 +13,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("inspect_ai")
-
 import metrickit as mk
 from metrickit.errors import TrialSourceError
 from metrickit.io.inspect_logs import read_inspect_log
@@ -21,7 +20,10 @@ from metrickit.io.inspect_logs import read_inspect_log
 sys.path.insert(0, str(Path(__file__).parent))
 from trial_schema_check import assert_trial_schema
 
-pytestmark = pytest.mark.slow  # the session fixture runs an Inspect eval (~3-5 s)
+# slow: the session fixture runs an Inspect eval (~3-5 s); inspect_ai is imported by the
+# tests that use it, not at collection (3.5 s in every xdist worker)
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None,
+                       reason="needs inspect-ai: pip install 'metrickit[inspect]'")]
 
 
 @pytest.fixture(scope="session")
