@@ -26,11 +26,10 @@ $(VENV)/bin/python:
 	@$(PYTHON) -m pip --python $(BIN)/python --version >/dev/null 2>&1 || { $(VENV_PIP); }
 
 # The dev install runs the venv's pip: a venv that `make demo` made without one gets it.
-$(STAMP): | $(VENV)/bin/pip
 $(VENV)/bin/pip: | $(VENV)/bin/python
 	$(VENV_PIP)
 
-$(STAMP): pyproject.toml | $(VENV)/bin/python
+$(STAMP): pyproject.toml | $(VENV)/bin/pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,browser,docs]'
 	touch $(STAMP) $(DEMO_STAMP)
 

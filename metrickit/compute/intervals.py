@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -15,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.cache import BytesLRU
 from metrickit._core.dist import beta_ppf, binom_cdf, binom_sf, norm_cdf, norm_ppf, t_ppf
 from metrickit.errors import StatsError
 
@@ -223,25 +223,22 @@ def unit_means(
 # _COUNTS_BYTES of them are kept, least recently used dropped first.
 _COUNTS_CELLS = 1 << 18
 _COUNTS_BYTES = 64 << 20
-_counts: OrderedDict[tuple[int, int, int], FloatArray] = OrderedDict()
+_counts: BytesLRU[FloatArray] = BytesLRU(_COUNTS_BYTES, lambda counts: counts.nbytes)
 
 
 def _resample_counts(g: int, n_resamples: int, seed: int) -> FloatArray:
     """How often each of ``g`` values is drawn in each of ``n_resamples`` resamples, from the
     stream of ``default_rng(seed).integers(0, g, (n_resamples, g))``."""
     key = (g, n_resamples, seed)
-    hit = _counts.get(key)
+    hit = _counts.hit(key)
     if hit is not None:
-        _counts.move_to_end(key)
         return hit
     index = np.random.default_rng(seed).integers(0, g, (n_resamples, g))
     index += g * np.arange(n_resamples)[:, None]
     counts: FloatArray = np.bincount(index.ravel(), minlength=n_resamples * g).reshape(
         n_resamples, g).astype(np.float64)
     counts.setflags(write=False)
-    _counts[key] = counts
-    while sum(c.nbytes for c in _counts.values()) > _COUNTS_BYTES:
-        _counts.popitem(last=False)
+    _counts.keep(key, counts)
     return counts
 
 

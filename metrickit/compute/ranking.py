@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from metrickit._core.cache import BytesLRU
 from metrickit._core.display import result_html, result_repr, short_column, short_names
 from metrickit._core.dist import norm_ppf, norm_sf, t_isf, t_ppf, t_sf
 from metrickit._core.frame import Policy
@@ -486,7 +486,8 @@ _PERM_TABLE = 20_000
 # gather indices, with the generator's state after them so later steps draw the same
 # numbers) up to this many bytes, least recently used first out.
 _PERM_CACHE_BYTES = 64_000_000
-_perm_cache: OrderedDict[tuple[Any, ...], tuple[list[Any], Any]] = OrderedDict()
+_perm_cache: BytesLRU[tuple[list[Any], Any]] = BytesLRU(
+    _PERM_CACHE_BYTES, lambda kept: sum(chunk.nbytes for chunk in kept[0]))
 
 
 def _shuffles(
@@ -496,9 +497,8 @@ def _shuffles(
     """Flat indices into a tasks × members table that shuffle each task's measured cells
     among themselves, ``step`` permutations a chunk (drawn from ``rng``, or the same ones
     from the cache, leaving ``rng`` where drawing them would)."""
-    hit = _perm_cache.get(key)
+    hit = _perm_cache.hit(key)
     if hit is not None:
-        _perm_cache.move_to_end(key)
         rng.bit_generator.state = hit[1]
         return hit[0]
     n_tasks, size = sub_ran.shape
@@ -514,11 +514,7 @@ def _shuffles(
         perm = np.empty_like(shuffled)
         np.put_along_axis(perm, np.broadcast_to(natural, shuffled.shape), shuffled, axis=-1)
         chunks.append((perm + offsets).astype(index))
-    nbytes = sum(c.nbytes for c in chunks)
-    if nbytes <= _PERM_CACHE_BYTES:
-        _perm_cache[key] = (chunks, rng.bit_generator.state)
-        while sum(c.nbytes for v in _perm_cache.values() for c in v[0]) > _PERM_CACHE_BYTES:
-            _perm_cache.popitem(last=False)
+    _perm_cache.keep(key, (chunks, rng.bit_generator.state))
     return chunks
 
 
