@@ -589,7 +589,8 @@ def _shown(acc: np.ndarray, cost: np.ndarray, groups: np.ndarray, units: np.ndar
     est_cost = (np.where(ran, sums, 0) / np.where(ran, counts, 1)).sum(0) / ran.sum(0)
     draws = md.joint({"accuracy": acc, "cost_usd": cost})
     p_front = pareto_probability(draws, maximize=("accuracy",), minimize=("cost_usd",),
-                                 estimate={"accuracy": est_acc, "cost_usd": est_cost})
+                                 estimate={"accuracy": est_acc, "cost_usd": est_cost},
+                                 df=md.n_units - 1)
     ri = rank_intervals(est_acc, draws["accuracy"], df=md.n_units - 1, seed=seed)
     return ri.p_best, p_front
 

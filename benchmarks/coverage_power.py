@@ -17,7 +17,8 @@ Scenarios (generators not used in coverage.py):
   the old plan (interaction ignored) beside it.
 * ``pilot``: the same, planned from a 30-task × 3 pilot of both candidates (``pilot=``).
 * ``own-mdd``: ``compare_runs``' ``min_detectable`` from one data set, and the power of a
-  fresh comparison of the same design at that difference.
+  fresh comparison of the same design at that difference (single 0/1 attempts: the exact
+  power at the alternative's spread, 10 and 30 tasks).
 * ``no-spread``: both runs identical on every task: share of comparisons that claim no
   power (``min_detectable`` NaN, a note).
 * ``quantile``: the 0.9 quantile of lognormal latencies (σ = 1) over 5-50 tasks, and the
@@ -44,7 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrickit.compute.intervals import grouped_intervals, quantile_ci, sum_ci
-from metrickit.compute.power import observed_detectable_difference, tasks_needed
+from metrickit.compute.power import (
+    observed_detectable_difference,
+    single_attempt_detectable_difference,
+    tasks_needed,
+)
 from metrickit.compute.stats import paired_t
 
 
@@ -148,19 +153,24 @@ def pilot(reps: int, seed: int = 22) -> Iterator[Row]:
 
 def own_mdd(
     reps: int, seed: int = 23,
-    designs: tuple[tuple[int, int], ...] = ((10, 5), (30, 3), (10, 1), (5, 3)),
+    designs: tuple[tuple[int, int], ...] = ((10, 5), (30, 3), (10, 1), (30, 1), (5, 3)),
 ) -> Iterator[Row]:
+    """``compare_runs``' ``min_detectable`` from one null data set (what compare_runs
+    computes: exact for single 0/1 attempts, :func:`single_attempt_detectable_difference`),
+    then one fresh comparison of the same design at that difference; the share that
+    rejects is the power achieved."""
     for n_tasks, attempts in designs:
         rng = np.random.default_rng([seed, n_tasks, attempts])
         hits = []
         for _ in range(reps):
             d = _differences(rng, n_tasks, attempts, 0.0)
-            mdd = observed_detectable_difference(float(d.std(ddof=1)), n_tasks)
+            mdd = (single_attempt_detectable_difference(d) if attempts == 1 else
+                   observed_detectable_difference(float(d.std(ddof=1)), n_tasks))
             if math.isfinite(mdd):
                 hits.append(_rejects(rng, n_tasks, attempts, mdd))
         yield Row("own-mdd", f"compare_runs, {n_tasks} tasks x {attempts}",
-                  "noncentral t", 0.80, float(np.mean(hits)), reps,
-                  1.0 if n_tasks < 10 else 0.0)
+                  "exact 0/1" if attempts == 1 else "noncentral t", 0.80,
+                  float(np.mean(hits)), reps, 1.0 if n_tasks < 10 else 0.0)
 
 
 def no_spread(reps: int, seed: int = 24) -> Iterator[Row]:

@@ -3,6 +3,7 @@ a tidy table), groups by candidate, and agrees on which trials count."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 
@@ -24,14 +25,13 @@ def _tidy() -> pd.DataFrame:
     return mk.trials_from_frame(df, task="task", reward="ok", model="model", latency_ms="ms")
 
 
-def _tables() -> dict[str, pd.DataFrame]:
-    tables = {name: mk.examples.load(name) for name in
-              ("harbor_jobs", "inspect_logs", "lm_eval_output", "terminal_bench_run")}
-    tables["tidy"] = _tidy()
-    return tables
+NAMES = ("harbor_jobs", "inspect_logs", "lm_eval_output", "terminal_bench_run", "tidy")
 
 
-TABLES = _tables()
+@functools.cache
+def _table(name: str) -> pd.DataFrame:
+    """Read when a test asks (not at collection, which every xdist worker does)."""
+    return _tidy() if name == "tidy" else mk.examples.load(name)
 
 
 def _value(trials: pd.DataFrame) -> str | None:
@@ -41,9 +41,9 @@ def _value(trials: pd.DataFrame) -> str | None:
     return None if len(keys) == 1 else ("reward" if "reward" in keys else keys[0])
 
 
-@pytest.mark.parametrize("name", list(TABLES))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_analysis_runs_with_its_defaults(name, tmp_path):
-    trials = TABLES[name]
+    trials = _table(name)
     value = _value(trials)
     kw = {} if value is None else {"value": value}
     candidates = list(dict.fromkeys(trials["candidate"]))
@@ -70,10 +70,10 @@ def test_every_analysis_runs_with_its_defaults(name, tmp_path):
     assert table["n"].sum() <= len(trials)
 
 
-@pytest.mark.parametrize("name", list(TABLES))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_tuner_runs_with_its_defaults(name):
     pytest.importorskip("ipywidgets")
-    trials = TABLES[name]
+    trials = _table(name)
     value = _value(trials)
     # with several reward keys the tuner asks which one is the accuracy
     tuner = mk.widgets.tune_spec(trials, **({} if value is None else {"accuracy": value}))

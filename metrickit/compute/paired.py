@@ -14,7 +14,10 @@ from metrickit._core.display import result_html, result_repr, short_names
 from metrickit._core.dist import binom_cdf, t_sf
 from metrickit._core.values import is_null
 from metrickit.compute.intervals import FEW, Interval, as_values, has_spread, mean_ci
-from metrickit.compute.power import observed_detectable_difference
+from metrickit.compute.power import (
+    observed_detectable_difference,
+    single_attempt_detectable_difference,
+)
 from metrickit.compute.tables import as_pandas, require_by, task_labels, value_column
 from metrickit.errors import StatsError
 
@@ -139,8 +142,12 @@ class RunComparison:
         The difference a comparison of this many tasks would detect 80 % of the time at
         the 5 % level, given the observed spread of the per-task differences (which holds
         the task × candidate interaction; the power is averaged over what the true spread
-        may be, by the noncentral t). NaN when every task has the same difference: no
-        spread to judge power by (``notes`` says so, and ``underpowered`` is True).
+        may be, by the noncentral t). With one 0/1 attempt a side on every task the power
+        is summed exactly over the three-valued differences, at the spread they would
+        have at that difference
+        (:func:`metrickit.compute.power.single_attempt_detectable_difference`). NaN when
+        every task has the same difference: no spread to judge power by (``notes`` says
+        so, and ``underpowered`` is True).
     underpowered
         True when the test did not reject and the observed difference is smaller than
         ``min_detectable``, or there is no spread to judge power by: "no difference
@@ -478,7 +485,14 @@ def compare_runs(
         interval = replace(interval, low=max(interval.low, -span), high=min(interval.high, span))
         notes.append(f"the t interval is cut to the range a difference can take (±{span:g})")
     sd = float(diff.std(ddof=1)) if t_count > 1 else math.nan
-    detectable = observed_detectable_difference(sd, t_count, 1 - confidence, 0.8)
+    single = bool(
+        (mean_a.loc[common, "size"] == 1).all() and (mean_b.loc[common, "size"] == 1).all()
+        and np.isin(x[np.isfinite(x)], (0.0, 1.0)).all()
+    )
+    detectable = (
+        single_attempt_detectable_difference(diff, 1 - confidence, 0.8) if single
+        else observed_detectable_difference(sd, t_count, 1 - confidence, 0.8)
+    )
     # No spread (every task the same difference, e.g. both runs identical): the test and
     # its power are undefined, so power is not claimed.
     no_spread = t_count > 1 and not has_spread(sd, float(diff.mean()))

@@ -155,6 +155,107 @@ def observed_detectable_difference(
         n_tasks, float(alpha), float(power))
 
 
+# Single 0/1 attempts: up to this many tasks the power is summed exactly over the
+# outcomes; beyond it the normal-theory answer differs by less than its own rounding.
+_EXACT_TASKS = 200
+
+
+@functools.lru_cache(maxsize=64)
+def _rejecting_outcomes(n_tasks: int, alpha: float) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+    """Every outcome of ``n_tasks`` per-task differences in {-1, 0, 1} that the paired t
+    test rejects, as counts of +1 and -1 and the log of the outcome's multinomial
+    coefficient. The test is :func:`metrickit.compute.paired.paired_t`'s: ``|t|`` beyond
+    the t quantile, and when every difference is the same nonzero value the sign-flip
+    p-value ``2 / 2**T``."""
+    up, down = np.meshgrid(np.arange(n_tasks + 1), np.arange(n_tasks + 1), indexing="ij")
+    inside = up + down <= n_tasks
+    up, down = up[inside], down[inside]
+    mean = (up - down) / n_tasks
+    spread = (up + down) / n_tasks - mean**2  # the plain variance: s**2 (T - 1) / T
+    crit = float(t_ppf(1 - alpha / 2, n_tasks - 1))
+    flat = spread <= 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(mean) * math.sqrt(n_tasks - 1) / np.sqrt(spread)
+    reject = np.where(flat, (up + down == n_tasks) & (2.0 / 2.0**n_tasks < alpha), t > crit)
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n_tasks + 1)))])
+    log_ways = log_fact[n_tasks] - log_fact[up] - log_fact[down] - log_fact[
+        n_tasks - up - down]
+    return up[reject], down[reject], log_ways[reject]
+
+
+def _xlogy(count: np.ndarray, p: float) -> np.ndarray:
+    """``count * log(p)``, 0 where the count is 0 (even when ``p`` is)."""
+    if p > 0:
+        return np.asarray(count * math.log(p), dtype=np.float64)
+    return np.where(count == 0, 0.0, -np.inf)
+
+
+def single_attempt_power(
+    difference: float, differ: float, n_tasks: int, alpha: float = 0.05
+) -> float:
+    """Exact power of the paired t test over ``n_tasks`` tasks of one 0/1 attempt each
+    side, when the true difference is ``difference`` and, at no difference, a task's two
+    attempts differ with probability ``differ``.
+
+    Each task's difference is -1, 0 or 1. Shifting the two sides' rates apart by
+    ``difference`` (each by half, around the task's own midpoint: the smallest change in
+    the spread a shift can make) leaves P(the attempts differ) = ``differ +
+    difference**2 / 2``, so the differences' variance falls from ``differ`` to ``differ -
+    difference**2 / 2``: 0/1 rewards are less noisy away from 1/2, and a power computed
+    from the spread seen at no difference is too low. When the rates cannot move that far
+    without one side's -1 vanishing, it is 0. The power is the sum of the multinomial
+    probabilities of the outcomes the test rejects (:func:`_rejecting_outcomes`), exact
+    where the noncentral t's is not (a few tasks' three-valued, skewed differences).
+    """
+    d = abs(float(difference))
+    if n_tasks < 2 or not 0 < differ <= 1:
+        return math.nan
+    if d >= 1:
+        return 1.0 if 2.0 / 2.0**n_tasks < alpha else 0.0
+    plus = min(1.0, max(d, (differ + d * d / 2 + d) / 2))
+    minus = plus - d
+    same = max(0.0, 1.0 - plus - minus)
+    up, down, log_ways = _rejecting_outcomes(n_tasks, float(alpha))
+    log_p = (log_ways + _xlogy(up, plus) + _xlogy(down, minus)
+             + _xlogy(n_tasks - up - down, same))
+    return float(np.exp(log_p).sum())
+
+
+def single_attempt_detectable_difference(
+    differences: Any, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """:func:`observed_detectable_difference` for one 0/1 attempt a side on every task
+    (``differences`` in {-1, 0, 1}, one a task): the difference found with ``power``,
+    from the exact power at the spread the differences would have there
+    (:func:`single_attempt_power`; the share of tasks whose attempts differ, less half the
+    observed mean's square, is the chance they differ at no difference), widened for the
+    noise in that observed spread as :func:`observed_detectable_difference` widens
+    (:func:`_spread_factor`). The noncentral t with the spread seen at no difference
+    claims 0.80 where 0.87 is achieved at 10 tasks (``benchmarks/coverage_power.py``
+    ``own-mdd``). NaN with no spread, inf for one task; beyond :data:`_EXACT_TASKS` tasks
+    the normal-theory answer."""
+    d = np.asarray(differences, dtype=np.float64)
+    n_tasks = d.size
+    if n_tasks < 2:
+        return math.inf
+    sd = float(d.std(ddof=1))
+    if not (math.isfinite(sd) and sd > 0):
+        return math.nan
+    if n_tasks > _EXACT_TASKS:
+        return observed_detectable_difference(sd, n_tasks, alpha, power)
+    differ = float(np.mean(d * d)) - float(d.mean()) ** 2 / 2
+
+    def shortfall(x: float) -> float:
+        return single_attempt_power(x, differ, n_tasks, alpha) - power
+
+    top = 1.0 - 1e-9  # a difference of 1 leaves no spread: the sign-flip test's own case
+    if shortfall(top) < 0:
+        return math.inf  # no difference a 0/1 pair can have is found that often
+    found = _brentq(shortfall, 0.0, top, xtol=1e-9)
+    return found * _spread_factor(n_tasks, float(alpha), float(power))
+
+
 @dataclass(frozen=True)
 class PilotVariance:
     """What a pilot trial table says about the noise of a paired comparison.

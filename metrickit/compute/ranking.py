@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from metrickit._core.cache import BytesLRU
 from metrickit._core.display import result_html, result_repr, short_column, short_names
-from metrickit._core.dist import norm_ppf, norm_sf, t_isf, t_ppf, t_sf
+from metrickit._core.dist import chi2_ppf, norm_ppf, norm_sf, t_isf, t_ppf, t_sf
 from metrickit._core.frame import Policy
 from metrickit.compute.stats import (
     StatsError,
@@ -240,6 +240,8 @@ def _ranks(values: FloatArray, higher_is_better: bool) -> IntArray:
 # enough that a finer grid moves p_front by less than its Monte-Carlo error.
 _TAU_GRID = 25
 _TAU_DRAWS = 50
+# Strata of the noise's scale when the noise was estimated from few tasks (_noise_scales).
+_SCALE_GRID = 8
 #: Prior probability that a column's candidates are all equal (tau = 0), the spike of the
 #: spike-and-slab prior of :func:`shrunk_draws`.
 P_NULL = 0.5
@@ -255,19 +257,37 @@ def _contrasts(k: int) -> FloatArray:
     return h
 
 
-def _tau_posterior(
-    e: FloatArray, noise: FloatArray, p_null: float = P_NULL
-) -> tuple[FloatArray, FloatArray]:
-    """Grid over ``tau`` (0 first) and its posterior weights for one column.
+def _noise_scales(df: float | None) -> FloatArray:
+    """Equal-probability strata of the noise's scale ``w = sigma**2 / s**2`` when the
+    covariance was estimated with ``df`` degrees of freedom (``df / chi2_df``, the
+    posterior of a variance's ratio to its estimate under the scale-free prior): a normal
+    mixed over ``w`` is the t with ``df`` degrees of freedom, the noise of a mean over
+    ``df + 1`` tasks whose spread is estimated. One scale of 1 (normal noise) when
+    ``df`` is None or infinite."""
+    if df is None or not math.isfinite(df) or df < 1:
+        return np.ones(1)
+    u = (np.arange(_SCALE_GRID) + 0.5) / _SCALE_GRID
+    return np.asarray(df / np.asarray(chi2_ppf(u, df), dtype=np.float64), dtype=np.float64)
 
-    The prior is spike-and-slab: ``tau = 0`` (the candidates all equal) with probability
-    ``p_null``; otherwise the uniform shrinkage prior (``B = s2 / (s2 + tau**2)`` uniform
-    on (0, 1), ``s2`` the estimates' noise variance around their average: proper, and free
-    of any scale but the data's own noise). The likelihood is the restricted one: the
-    common mean has a flat prior and is integrated out, which leaves the ``k - 1``
-    contrasts ``y = H e`` (:func:`_contrasts`) with ``y ~ N(0, tau**2 I + H noise H')``.
-    In the eigenbasis of ``H noise H'`` that covariance is diagonal for every ``tau``, so
-    the whole grid is one vectorised sum. The weight of the spike is the posterior
+
+def _tau_posterior(
+    e: FloatArray, noise: FloatArray, p_null: float = P_NULL, df: float | None = None
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Cells of ``(tau, w)`` and their posterior weights for one column: ``tau`` the
+    between-candidate spread (0 in the spike's cells), ``w`` the noise's scale.
+
+    The prior on ``tau`` is spike-and-slab: ``tau = 0`` (the candidates all equal) with
+    probability ``p_null``; otherwise the uniform shrinkage prior (``B = s2 / (s2 +
+    tau**2)`` uniform on (0, 1), ``s2`` the estimates' noise variance around their
+    average: proper, and free of any scale but the data's own noise). The likelihood is
+    the restricted one: the common mean has a flat prior and is integrated out, which
+    leaves the ``k - 1`` contrasts ``y = H e`` (:func:`_contrasts`) with ``y ~ N(0,
+    tau**2 I + w H noise H')``. ``w`` is 1 for a known noise; with ``df`` (the noise
+    estimated from ``df + 1`` tasks) it takes the :func:`_noise_scales` strata, each with
+    equal prior weight, and ``B`` is relative to the scaled noise (``tau**2 = w s2 (1/B -
+    1)``), so the likelihood is ``w`` times the known-noise one's variances. In the
+    eigenbasis of ``H noise H'`` that covariance is diagonal for every cell, so the whole
+    grid is one vectorised sum. The spike's weight (summed over ``w``) is the posterior
     probability that all are equal (its Bayes factor against the slab is pinned to a
     direct numerical integral by the tests). The slab's cells in ``B`` are finer toward 0
     (well separated candidates)."""
@@ -277,17 +297,20 @@ def _tau_posterior(
     lam, vectors = np.linalg.eigh((s + s.T) / 2)
     s2 = float(lam.mean())
     if not s2 > 0:  # no noise: the estimates are the truth (or all exactly tied)
-        return np.full(1, 1e3 * float(np.std(e))), np.ones(1)
+        return np.full(1, 1e3 * float(np.std(e))), np.ones(1), np.ones(1)
     lam = np.maximum(lam, 1e-9 * s2)
     z = vectors.T @ (h @ e)
     edges = np.linspace(0.0, 1.0, _TAU_GRID + 1) ** 2
     shrink = (edges[1:] + edges[:-1]) / 2
-    grid = np.concatenate([[0.0], np.sqrt(s2 * (1.0 / shrink - 1.0))])
-    var = grid[:, None] ** 2 + lam[None, :]
-    loglik = -0.5 * (np.log(var) + z[None, :] ** 2 / var).sum(axis=1)
-    prior = np.concatenate([[p_null], (1.0 - p_null) * np.diff(edges)])
-    w = prior * np.exp(loglik - loglik.max())
-    return grid, w / w.sum()
+    tau2 = np.concatenate([[0.0], s2 * (1.0 / shrink - 1.0)])  # at w = 1
+    scales = _noise_scales(df)
+    var = scales[:, None, None] * (tau2[None, :, None] + lam[None, None, :])
+    loglik = -0.5 * (np.log(var) + z**2 / var).sum(axis=-1)  # (scales, cells of B)
+    prior = np.concatenate([[p_null], (1.0 - p_null) * np.diff(edges)])[None, :]
+    w = (prior * np.exp(loglik - loglik.max())).ravel()
+    tau = np.sqrt(scales[:, None] * tau2[None, :]).ravel()
+    scale = np.repeat(scales, tau2.size)
+    return tau, scale, w / w.sum()
 
 
 def _plug_in_draws(
@@ -331,7 +354,7 @@ def _plug_in_draws(
 
 def shrunk_draws(
     estimate: FloatArray, cov: FloatArray, *, blocks: int = 1, n_draws: int = 1000,
-    seed: int = 0, tau: str = "plug-in", p_null: float = P_NULL,
+    seed: int = 0, tau: str = "plug-in", p_null: float = P_NULL, df: float | None = None,
 ) -> FloatArray:
     """Draws of the candidates' true values from a hierarchical normal model's posterior.
 
@@ -355,6 +378,12 @@ def shrunk_draws(
     measured worse (:mod:`benchmarks.coverage`'s ``front_scenarios``: 25 % of those shown
     ``p_front < 0.05`` truly on the front, against 9 %). ``p_null=0`` is the uniform
     shrinkage prior alone.
+
+    ``df`` (integrated only): the noise covariance was estimated from ``df + 1`` tasks, so
+    the noise of the estimates is t with ``df`` degrees of freedom rather than normal:
+    each column's noise takes a scale ``w`` (:func:`_noise_scales`) drawn with ``tau``
+    from their joint posterior (:func:`_tau_posterior`), which widens the posterior where
+    tasks are few. None (the default) is normal noise.
     """
     if tau == "plug-in":
         return _plug_in_draws(estimate, cov, blocks=blocks, n_draws=n_draws, seed=seed)
@@ -373,18 +402,21 @@ def shrunk_draws(
     n_tau = min(n_draws, _TAU_DRAWS)
     picks = np.zeros((n_tau, blocks), dtype=np.intp)
     grids = []
+    scales = []
     for b in range(blocks):
         idx = np.flatnonzero(finite[b * g : (b + 1) * g]) + b * g
         if idx.size < 2:
             grids.append(np.zeros(1))
+            scales.append(np.ones(1))
             continue
         e = est[idx]
         sub = noise[np.ix_(idx, idx)]
-        grid, weight = _tau_posterior(e, sub, p_null)
+        grid, scale, weight = _tau_posterior(e, sub, p_null, df)
         # the spike is tau -> 0+: differences negligible against the noise, so the
         # column's order is at random (exact ties would let one column decide the front)
-        grid[0] = max(grid[0], 1e-6 * math.sqrt(float(np.mean(np.diag(sub)))))
+        grid = np.maximum(grid, 1e-6 * math.sqrt(float(np.mean(np.diag(sub)))))
         grids.append(grid)
+        scales.append(scale)
         # stratified: the posterior's n_tau quantiles, paired across columns at random
         cells = np.searchsorted(np.cumsum(weight), (np.arange(n_tau) + 0.5) / n_tau)
         picks[:, b] = rng.permutation(np.minimum(cells, grid.size - 1))
@@ -400,8 +432,10 @@ def shrunk_draws(
     combos, which = np.unique(picks, axis=0, return_inverse=True)
     for c, combo in enumerate(combos):
         tau2 = sum(grids[b][combo[b]] ** 2 * member[b] for b in range(blocks))
+        root_w = np.sqrt(sum(scales[b][combo[b]] * member[b] for b in range(blocks))
+                         + (member.sum(axis=0) == 0))
         p = common + np.diag(tau2)
-        p_inv = p @ np.linalg.pinv(p + noise, hermitian=True)
+        p_inv = p @ np.linalg.pinv(p + noise * np.outer(root_w, root_w), hermitian=True)
         mean = centre + p_inv @ (e0 - centre)
         var = p - p_inv @ p
         values, vectors = np.linalg.eigh((var + var.T) / 2)
@@ -503,7 +537,9 @@ def _shuffles(
         return hit[0]
     n_tasks, size = sub_ran.shape
     offsets = (np.arange(n_tasks) * size)[:, None]
-    index = np.int32 if n_tasks * size < 2**31 else np.intp
+    # native-width indices: numpy gathers with them in 60 % of the time int32 ones take
+    # (it widens those first), and the gather is most of a tuner update's best set
+    index = np.intp
     # each task's measured cells first, in their order; shuffled, they go back there
     natural = np.argsort(np.where(sub_ran, 0.0, np.inf), axis=-1, kind="stable")
     chunks = []
@@ -548,6 +584,8 @@ def _gram_pair_t(cell: FloatArray, ran: npt.NDArray[np.bool_], i: IntArray, j: I
     squares and cross products over the tasks both ran) instead of a tasks × pairs array
     of differences: five times faster, the tuner's hot path. Groups with the same results
     on the tasks both ran give equal sums exactly, so their t is 0 there too."""
+    if ran.all():
+        return _gram_pair_t_complete(cell, i, j)
     w = ran.astype(np.float64)
     x = np.where(ran, cell, 0.0)
     wt = w.T
@@ -566,6 +604,43 @@ def _gram_pair_t(cell: FloatArray, ran: npt.NDArray[np.bool_], i: IntArray, j: I
         t = np.where(var > 0, mean / np.sqrt(var / c),
                      np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
     return np.where(c >= 2, np.nan_to_num(t, nan=0.0), 0.0)
+
+
+def _center_tasks(cell: FloatArray, ran: npt.NDArray[np.bool_]) -> FloatArray:
+    """Each task's measured cells less their mean (unmeasured cells 0). Paired
+    differences and within-task shuffles are the same on it, and the matrix products of
+    :func:`_gram_pair_t` lose no precision to a large common level (latencies in ms that
+    differ in the fifth digit)."""
+    counts = ran.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        level = np.where(ran, cell, 0.0).sum(axis=-1, keepdims=True) / counts
+    return np.where(ran, cell - np.where(counts > 0, level, 0.0), 0.0)
+
+
+def _gram_pair_t_complete(cell: FloatArray, i: IntArray, j: IntArray) -> FloatArray:
+    """:func:`_gram_pair_t` when every group ran every task: the column sums (a product
+    with a vector of ones) and one Gram matrix per shuffle give every pair's sum and sum
+    of squared differences (a quarter of the general path's time: no masks, no cross
+    products). Rounding in the products can leave a trace where two groups' results are
+    equal: a sum of squared differences within 1e-12 of their sums of squares is no
+    spread, and then a mean difference within 1e-12 of their sums no difference. The
+    tasks' levels should be taken out first (:func:`_center_tasks`): the sums of squares
+    are then of the spread, not of the level."""
+    n = cell.shape[-2]
+    total = np.ones(n) @ cell  # [..., group]
+    gram = np.swapaxes(cell, -1, -2) @ cell
+    square = np.einsum("...ii->...i", gram)
+    s = total[..., j] - total[..., i]
+    scale = square[..., i] + square[..., j]
+    ss = scale - 2.0 * gram[..., i, j]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s / n
+        var = np.clip((ss - s * mean) / (n - 1), 0.0, None)
+        var = np.where(var > 1e-12 * np.maximum(scale / n, 1e-300), var, 0.0)
+        same = np.abs(s) <= 1e-12 * (np.abs(total[..., i]) + np.abs(total[..., j]))
+        t = np.where(var > 0, mean / np.sqrt(var / n),
+                     np.where(same, 0.0, np.sign(mean) * np.inf))
+    return np.nan_to_num(t, nan=0.0) if n >= 2 else np.zeros_like(t)
 
 
 def permutation_best_set(
@@ -599,7 +674,8 @@ def permutation_best_set(
     while inside.sum() >= 2:
         members = np.flatnonzero(inside)
         key += (members.tobytes(),)
-        sub, sub_ran = cell[:, members], ran[:, members]
+        sub_ran = ran[:, members]
+        sub = _center_tasks(cell[:, members], sub_ran)
         i, j = np.triu_indices(members.size, k=1)
         t = _gram_pair_t(sub, sub_ran, i, j)  # j over i
         beaten = np.zeros(members.size, dtype=bool)
@@ -725,7 +801,7 @@ def rank_intervals(
 
 def pareto_probability(
     draws: dict[str, FloatArray], *, maximize: tuple[str, ...], minimize: tuple[str, ...],
-    estimate: dict[str, FloatArray] | None = None,
+    estimate: dict[str, FloatArray] | None = None, df: float | None = None,
 ) -> FloatArray:
     """Probability that each group is on the Pareto front: the posterior probability under
     the hierarchical normal model of :func:`shrunk_draws` with its stated spike-and-slab
@@ -740,7 +816,9 @@ def pareto_probability(
     their posterior is one value) never push a group off, so exact twins are both on the
     front. Plug-in draws around the estimates are not used: they put close candidates
     and twins on the front about as often as a candidate dominated by a hair. A NaN (not
-    measured) never dominates.
+    measured) never dominates. ``df``: the draws' covariance was estimated from ``df + 1``
+    tasks (``MeanDraws.n_units - 1``), so the model's noise is t with ``df`` degrees of
+    freedom (:func:`shrunk_draws`); None takes it as known (normal).
     """
     cols = [c for c in maximize if c in draws] + [c for c in minimize if c in draws]
     if not cols:
@@ -751,7 +829,7 @@ def pareto_probability(
            else np.mean(stacked, axis=0))
     cov = np.cov(np.nan_to_num(stacked), rowvar=False).reshape(est.size, est.size)
     post = shrunk_draws(est, cov, blocks=len(cols), n_draws=stacked.shape[0],
-                        tau="integrated")
+                        tau="integrated", df=df)
     g = stacked.shape[1] // len(cols)
     signs = [1.0 if c in maximize else -1.0 for c in cols]
     v = np.stack([post[:, k * g:(k + 1) * g] * s for k, s in enumerate(signs)], axis=-1)
@@ -1013,8 +1091,10 @@ def candidate_table(
         md = MeanDraws(codes, n_groups, units, n_draws=n_draws, seed=seed)
         draws = md.joint(front)
         estimate = {c: np.asarray(out[c], dtype=np.float64) for c in front}
-        table["p_front"] = pareto_probability(draws, maximize=maximize, minimize=minimize,
-                                              estimate=estimate)
+        # the noise of a mean over few tasks is t with tasks - 1 degrees of freedom
+        table["p_front"] = pareto_probability(
+            draws, maximize=maximize, minimize=minimize, estimate=estimate,
+            df=md.n_units - 1 if units is not None else None)
     table["note"] = notes
     table.attrs["notes"] = counted.notes()
     return table

@@ -55,12 +55,13 @@ def test_shrunk_draws_integrate_over_the_spread():
 
 def test_shown_below_five_percent_is_rarely_truly_on_the_front():
     # the tuning design of the benchmark's reliability study, reduced: 250 data sets
+    # (the noise as t with tasks - 1 df; as normal: 0.050 of 140 low, high bins off 0.035)
     _, front = coverage.reliability(250, held_out=False, seed=18)
     low = front.shown < 0.05
-    assert low.sum() >= 100
-    assert front.truth[low].mean() <= 0.10  # a point estimate of tau: about 0.15
+    assert low.sum() >= 60
+    assert front.truth[low].mean() <= 0.045  # a point estimate of tau: about 0.15
     high = front.shown > 0.5
-    assert abs(front.truth[high].mean() - front.shown[high].mean()) <= 0.10
+    assert abs(front.truth[high].mean() - front.shown[high].mean()) <= 0.02
 
 
 def test_true_front_is_defined_at_ties():
@@ -98,8 +99,8 @@ def test_bayes_factor_of_all_equal_matches_a_direct_integral():
     noise = (a @ a.T + 5 * np.eye(5)) * 1e-4  # correlated noise, sd about 0.03
     for shift, p_null in ((0.0, 0.5), (0.03, 0.5), (0.08, 0.5), (0.03, 0.2)):
         e = 0.5 + shift * np.array([1.0, 0.5, 0.0, -0.5, -1.0]) + rng.normal(0, 0.01, 5)
-        grid, weight = _tau_posterior(e, noise, p_null)
-        assert grid[0] == 0.0
+        grid, scale, weight = _tau_posterior(e, noise, p_null)
+        assert grid[0] == 0.0 and (scale == 1.0).all()
         assert abs(weight[0] - _direct_p_null(e, noise, p_null)) < 0.01
 
 
@@ -117,6 +118,28 @@ def test_spike_makes_indistinguishable_candidates_equally_likely_best():
 
 def test_shown_below_five_percent_in_the_close_scenarios_is_rarely_on_the_front():
     # benchmarks/coverage.py's front_scenarios, reduced: with the uniform shrinkage prior
-    # alone (p_null = 0) about 20 % of those shown p_front < 0.05 were truly on the front
+    # alone (p_null = 0) about 20 % of those shown p_front < 0.05 were truly on the front;
+    # with normal noise (not t with tasks - 1 df) 5 of 37 here
     *_, low = coverage.front_scenarios(40)
-    assert low.observed <= 0.14, low
+    assert low.observed <= 0.10, low
+
+
+def test_noise_estimated_from_few_tasks_widens_the_posterior():
+    # the noise as t with tasks - 1 df (a scale mixture over df / chi2_df): the same
+    # estimates' posterior spreads wider with 4 tasks behind the noise than with it known,
+    # the spike's weight summed over the scales is still a probability, and df=None is
+    # the normal model draw for draw
+    from metrickit.compute.ranking import _noise_scales, _tau_posterior
+
+    est = np.array([0.50, 0.45, 0.60, 0.40])
+    cov = np.eye(4) * 0.03**2
+    known = shrunk_draws(est, cov, n_draws=4000, tau="integrated")
+    few = shrunk_draws(est, cov, n_draws=4000, tau="integrated", df=4)
+    assert (few.std(axis=0) > 1.05 * known.std(axis=0)).all()
+    same = shrunk_draws(est, cov, n_draws=4000, tau="integrated", df=None)
+    assert np.array_equal(same, known)
+    scales = _noise_scales(4)
+    assert scales.size > 1 and np.all(np.diff(scales) < 0)
+    tau, scale, weight = _tau_posterior(est, cov, 0.5, df=4)
+    assert set(np.unique(scale)) == set(scales) and abs(weight.sum() - 1) < 1e-12
+    assert 0 < weight[tau == 0].sum() < 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrickit.compute.ranking import _gram_pair_t, _pair_t
+from metrickit.compute.ranking import _center_tasks, _gram_pair_t, _pair_t
 
 
 def _tables(seed: int):
@@ -21,13 +21,33 @@ def _tables(seed: int):
         yield twins, np.ones(twins.shape, dtype=bool)
         shifted = twins + np.arange(n_groups) * 0.25  # constant, non-zero differences
         yield shifted, np.ones(shifted.shape, dtype=bool)
+        # large values with small differences (latencies in ms), and twins among them:
+        # rounding in the products must neither invent a spread nor hide a real one
+        yield 1000.0 + graded * 0.01, np.ones(graded.shape, dtype=bool)
+        yield twins * 3.7 + 1e6, np.ones(twins.shape, dtype=bool)
+
+
+def test_shuffled_tables_in_one_call_equal_each_table_alone():
+    # the best set passes a stack of shuffled tables [shuffle, task, group] at once
+    rng = np.random.default_rng(5)
+    stack = np.round(rng.random((7, 30, 5)), 2)
+    stack[3] = stack[3][:, :1]  # one shuffle with identical groups
+    i, j = np.triu_indices(5, k=1)
+    ran = np.ones((30, 5), dtype=bool)
+    together = _gram_pair_t(stack, ran, i, j)
+    for k in range(7):
+        np.testing.assert_allclose(together[k], _pair_t(stack[k], ran, i, j),
+                                   rtol=1e-9, atol=1e-9)
+    assert (together[3] == 0).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fast_paired_t_equals_the_direct_one(seed):
     for cell, ran in _tables(seed):
         i, j = np.triu_indices(cell.shape[1], k=1)
-        fast, direct = _gram_pair_t(cell, ran, i, j), _pair_t(cell, ran, i, j)
+        # the best set takes each task's level out first (_center_tasks)
+        fast = _gram_pair_t(_center_tasks(cell, ran), ran, i, j)
+        direct = _pair_t(cell, ran, i, j)
         # all-equal non-zero differences: no spread, so |t| is beyond any critical value
         # (the direct sums leave a rounding trace of variance, 1e16; the fast path none)
         infinite = np.abs(direct) > 1e12

@@ -17,6 +17,8 @@ from metrickit.compute.power import (
     observed_detectable_difference,
     pilot_variance,
     power_at,
+    single_attempt_detectable_difference,
+    single_attempt_power,
 )
 
 bench = benchmark("coverage_power")
@@ -142,6 +144,56 @@ def test_compare_runs_min_detectable_has_its_power():
     # the observed spread is widened for its uncertainty: 1.10 at 10 tasks
     assert observed_detectable_difference(1.0, 10) == pytest.approx(
         1.0999 * detectable_difference(1.0, 10, 0.05, 0.8), rel=1e-3)
+
+
+def test_single_attempt_power_is_the_t_tests_over_every_outcome():
+    # brute force: every one of the 3**7 outcomes of 7 tasks' differences in {-1, 0, 1},
+    # each through compare_runs' own paired t test, weighted by its probability
+    import itertools
+
+    from metrickit.compute.paired import paired_t
+
+    n, differ, delta = 7, 0.45, 0.4
+    plus = (differ + delta**2 / 2 + delta) / 2
+    prob = {1: plus, -1: plus - delta, 0: 1 - 2 * plus + delta}
+    total = 0.0
+    for outcome in itertools.product((-1, 0, 1), repeat=n):
+        if paired_t(np.array(outcome, dtype=float))[1] < 0.05:
+            total += math.prod(prob[v] for v in outcome)
+    assert single_attempt_power(delta, differ, n) == pytest.approx(total, rel=1e-9)
+    # the differences' variance at the alternative: differ - delta**2 / 2
+    assert 2 * plus - delta - delta**2 == pytest.approx(differ - delta**2 / 2)
+
+
+def test_single_attempt_min_detectable_has_its_power():
+    # 10 tasks x 1 attempt of 0/1 rewards: the noncentral t at the spread seen under no
+    # difference claimed 0.80 where 0.87 was achieved (the spread of 0/1 differences falls
+    # as the rates move apart, and three-valued differences are not normal)
+    (row,) = bench.own_mdd(600, designs=((10, 1),))
+    assert row.method == "exact 0/1"
+    assert abs(row.observed - 0.8) <= 0.05, row
+    rng = np.random.default_rng(0)
+    d = bench._differences(rng, 10, 1, 0.0)
+    old = observed_detectable_difference(float(d.std(ddof=1)), 10)
+    assert single_attempt_detectable_difference(d) < 0.95 * old
+
+
+def test_compare_runs_uses_the_exact_power_for_single_01_attempts():
+    rng = np.random.default_rng(4)
+    a, b = (rng.random(12) < 0.6).astype(float), (rng.random(12) < 0.5).astype(float)
+    frame = pd.DataFrame({"candidate": np.repeat(["a", "b"], 12),
+                          "task_name": np.tile([f"t{i}" for i in range(12)], 2),
+                          "reward": np.r_[a, b]})
+    result = mk.compare_runs(frame, "a", "b")
+    assert result.min_detectable == pytest.approx(single_attempt_detectable_difference(a - b))
+    # two attempts a task, or rewards that are not 0/1: the noncentral t as before
+    twice = pd.concat([frame, frame])
+    sd = float((a - b).std(ddof=1))
+    assert mk.compare_runs(twice, "a", "b").min_detectable == pytest.approx(
+        observed_detectable_difference(sd, 12))
+    halves = frame.assign(reward=frame["reward"] * 0.5 + 0.25)
+    assert mk.compare_runs(halves, "a", "b").min_detectable == pytest.approx(
+        observed_detectable_difference(sd * 0.5, 12))
 
 
 @pytest.mark.parametrize("value", [1.0, 0.0, 0.5])
