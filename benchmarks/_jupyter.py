@@ -136,8 +136,9 @@ def jupyter_lab(root: Path, state: Path, *,
             server.terminate()
             try:
                 server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # a loaded machine: it is still shutting down
                 server.kill()
+                server.wait()  # reaped, not left to the garbage collector as a zombie
 
 
 #: In the page, for the current notebook: every element matching the selector (an output,

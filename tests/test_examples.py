@@ -66,8 +66,11 @@ def test_unknown_example_lists_what_exists():
 def test_wheel_carries_the_example_data(tmp_path):
     # What a `pip install metrickit` user gets: the data inside the package, the Harbor
     # jobs as one archive that mk.examples unpacks into the user's cache on first use.
+    # the build backend (hatchling) from the dev install: pip would otherwise install it
+    # into a fresh build environment from the package index on every run
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
     )
     (wheel,) = tmp_path.glob("metrickit-*.whl")

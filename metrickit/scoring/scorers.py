@@ -518,6 +518,8 @@ def score_cases(
                                 or workers < 1):
         raise ScorerError(f"workers is {workers!r}; expected a positive number of threads "
                           "(or None for the thread pool's default)")
+    if backend not in ("pandas", "polars"):  # refused before any case is scored
+        raise ScorerError(f"backend is {backend!r}; expected 'pandas' or 'polars'")
     if backend == "polars":  # refused before any case is scored when polars is missing
         from metrickit._core.schema import import_polars
 

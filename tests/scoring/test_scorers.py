@@ -927,3 +927,16 @@ def test_decimal_and_fraction_scores_say_convert_with_float():
     ]
     assert validate_result(("0.5", {"feedback": ""}))[0].endswith("(not a string)")
     assert "float()" not in validate_result((1j, {"feedback": ""}))[0]
+
+
+def test_an_unknown_backend_is_refused_before_any_case_is_scored():
+    called = []
+
+    def score(input, output, expected=None):
+        called.append(input)
+        return 1.0
+
+    cases = [{"input": {"n": i}, "output": "x"} for i in range(3)]
+    with pytest.raises(mk.ScorerError, match=r"backend is 'arrow'; expected 'pandas' or"):
+        mk.score_cases(score, cases, backend="arrow", progress=False)
+    assert called == []  # not scored first and refused after
