@@ -74,7 +74,7 @@ chromium:
 
 # Three pytest-xdist workers on CI's 2 cores: many tests wait on processes they started
 # (JupyterLab, Chromium, the documentation's examples), and a third worker fills those
-# waits (5 min 41 s against 6 min 30 s with two; PYTEST_WORKERS=0 runs in one process).
+# waits (5 min 40 s against 6 min 30 s with two, four no better; PYTEST_WORKERS=0: one process).
 # loadgroup: the tests of one file stay in one worker, and so do the tests of several files
 # that share a session fixture (tests/conftest.py groups them), so no fixture is computed twice.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts about 190
