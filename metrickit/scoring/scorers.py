@@ -596,9 +596,7 @@ def _results_frame(
             data[f"score_{name}"].append(r["scores"].get(name, math.nan) if ok else math.nan)
         data["scorer_ms"].append(r["ms"] if r["ms"] is not None else math.nan)
         data["error"].append("; ".join(r["problems"]) if r["problems"] else None)
-    if namespace is None:
-        if backend not in ("pandas", "polars"):
-            raise ScorerError(f"backend is {backend!r}; expected 'pandas' or 'polars'")
+    if namespace is None:  # score_cases refused any other backend before scoring
         namespace = importlib.import_module(backend)
     schema = {"score": nw.Float64(), "feedback": nw.String(), "scorer_ms": nw.Float64(),
               "error": nw.String(), **{f"score_{n}": nw.Float64() for n in names}}
