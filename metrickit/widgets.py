@@ -24,7 +24,7 @@ import numpy as np
 
 from metrickit._core.display import short_names
 from metrickit._core.frame import Policy
-from metrickit.compute.ranking import MeanDraws, best_group
+from metrickit.compute.ranking import MeanDraws, WeightedBestSet, best_group, weighted_best_set
 from metrickit.compute.stats import group_codes, grouped_intervals, task_codes
 from metrickit.errors import MetrickitError
 from metrickit.reporting import plots
@@ -470,6 +470,8 @@ class SpecTuner:
         self._name_regions: list[Any] = []
         self._title_regions: dict[str, Any] = {}
         self._part_cache: dict[tuple[Any, ...], np.ndarray] = {}
+        # the part scores the best set's sums were computed for, and those sums
+        self._best_parts: tuple[list[np.ndarray], WeightedBestSet | None] | None = None
         self._text_handle: asyncio.TimerHandle | None = None
         self._pending_text: tuple[RewardSpec, Any] | None = None
         self._ipympl = _uses_ipympl()
@@ -705,7 +707,18 @@ class SpecTuner:
         d = self.data
         reward = scores["reward"]
         gi = grouped_intervals(d.codes, len(d.groups), reward, clusters=d.units)
-        ri, _ = best_group(d.groups, gi.mean, d.draws, reward, pairs=False)
+        # The best set's shuffles are of the parts' task tables, kept while the parts
+        # stay (a weight slider only reweights them: see WeightedBestSet)
+        parts = [scores[f"{part}_score"] for part in PARTS]
+        if self._best_parts is None or any(
+                a is not b for a, b in zip(parts, self._best_parts[0], strict=True)):
+            self._best_parts = (parts, weighted_best_set(d.draws, parts))
+        weighted = self._best_parts[1]
+        best = None
+        if weighted is not None:
+            assert self._spec is not None
+            best = weighted([self._spec.weights[part] for part in PARTS])
+        ri, _ = best_group(d.groups, gi.mean, d.draws, reward, pairs=False, best=best)
         columns = {
             self.by: d.groups,
             "reward": gi.mean,

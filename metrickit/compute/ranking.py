@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,6 +43,7 @@ from metrickit.compute.stats import (
 __all__ = [
     "MeanDraws",
     "RankIntervals",
+    "WeightedBestSet",
     "best_group",
     "candidate_table",
     "holm",
@@ -50,6 +52,7 @@ __all__ = [
     "permutation_best_set",
     "rank_intervals",
     "shrunk_draws",
+    "weighted_best_set",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -513,6 +516,8 @@ def _best_set(
 # the largest tasks × groups table the permutation best set is computed on; beyond it the
 # normal draws' set is used (with that many tasks the two agree).
 _PERM_CELLS = 2_000_000
+#: relative rounding of a t statistic: closer than this to the critical value is a tie
+_TIE = 1e-9
 _PERM_TABLE = 20_000
 # The shuffles depend only on which cells were measured, the seed and the groups still in
 # the set, never on the values: a tuner ranks the same tasks × groups table on every slider
@@ -586,13 +591,78 @@ def _gram_pair_t(cell: FloatArray, ran: npt.NDArray[np.bool_], i: IntArray, j: I
     on the tasks both ran give equal sums exactly, so their t is 0 there too."""
     if ran.all():
         return _gram_pair_t_complete(cell, i, j)
-    w = ran.astype(np.float64)
-    x = np.where(ran, cell, 0.0)
-    wt = w.T
-    both = wt @ w  # tasks each pair both ran (the same for every shuffle)
-    cross = wt @ x  # [i, j]: sum of j's results on the tasks i ran
-    square = wt @ (x * x)
-    gram = np.swapaxes(x, -1, -2) @ x
+    return _masked_t(_part_sums([np.where(ran, cell, 0.0)], ran), [1.0], i, j)
+
+
+def _part_sums(parts: list[FloatArray], ran: npt.NDArray[np.bool_]) -> tuple[Any, ...]:
+    """The sums :func:`_gram_pair_t` needs, for each of ``parts`` (tables ``[..., task,
+    group]`` with 0 where a group did not run the task) and each pair of them: a table
+    ``w_1 * parts[0] + w_2 * parts[1] + ...`` has its sums from these (:func:`_complete_t`
+    and :func:`_masked_t` combine them), for any weights, without being formed.
+
+    Every group ran every task: ``(None, totals, None, grams)``, the column sums of each
+    part and ``parts[p]ᵀ parts[q]`` for ``p <= q``. Otherwise ``(both, crosses, squares,
+    grams)`` with ``both`` the tasks each pair of groups both ran, ``crosses[p][a, b]`` the
+    sum of ``parts[p]``'s column ``b`` over the tasks ``a`` ran, and ``squares`` the same
+    of the products ``parts[p] * parts[q]``."""
+    pairs = _pairs(len(parts))
+    grams = [np.swapaxes(parts[p], -1, -2) @ parts[q] for p, q in pairs]
+    if ran.all():
+        n = parts[0].shape[-2]
+        return None, [np.ones(n) @ x for x in parts], None, grams
+    wt = ran.astype(np.float64).T
+    return (wt @ ran.astype(np.float64), [wt @ x for x in parts],
+            [wt @ (parts[p] * parts[q]) for p, q in pairs], grams)
+
+
+def _pairs(k: int) -> list[tuple[int, int]]:
+    """The pairs of ``k`` parts, ``p <= q``, in the order :func:`_part_sums` keeps them."""
+    return [(p, q) for p in range(k) for q in range(p, k)]
+
+
+def _combine(terms: list[Any], weights: list[float], products: bool) -> Any:
+    """``Σ w_p terms[p]``, or with ``products`` ``Σ_{p<=q} w_p w_q terms[pq]`` (the pairs in
+    :func:`_part_sums`' order). One part with weight 1 gives its term's numbers exactly."""
+    if not products:
+        out = weights[0] * terms[0]
+        for w, term in zip(weights[1:], terms[1:], strict=True):
+            out = out + w * term
+        return out
+    k = len(weights)
+    out = None
+    for (p, q), term in zip(_pairs(k), terms,
+                            strict=True):
+        part = weights[p] * weights[q] * term
+        out = part if out is None else out + part
+    return out
+
+
+def _symmetric(grams: list[FloatArray], weights: list[float]) -> FloatArray:
+    """``Xᵀ X`` of ``X = Σ w_p parts[p]`` from the grams of :func:`_part_sums`: the pairs
+    ``p < q`` stand for both ``parts[p]ᵀ parts[q]`` and its transpose."""
+    k = len(weights)
+    out = None
+    for (p, q), gram in zip(_pairs(k), grams,
+                            strict=True):
+        part = (weights[p] * weights[q] * gram if p == q
+                else weights[p] * weights[q] * (gram + np.swapaxes(gram, -1, -2)))
+        out = part if out is None else out + part
+    assert out is not None
+    return out
+
+
+def _masked_t(sums: tuple[Any, ...], weights: list[float], i: IntArray, j: IntArray
+              ) -> FloatArray:
+    """:func:`_gram_pair_t` (some groups did not run some tasks) of ``Σ w_p parts[p]``
+    from :func:`_part_sums`' ``sums``."""
+    both, crosses, squares, grams = sums
+    cross = _combine(crosses, weights, products=False)
+    # squares are symmetric in the pair of parts: each p < q term stands for two
+    k = len(weights)
+    square = _combine([s if p == q else 2.0 * s for (p, q), s in zip(
+        _pairs(k), squares, strict=True)],
+        weights, products=True)
+    gram = _symmetric(grams, weights)
     c = both[i, j]
     s = cross[..., i, j] - cross[..., j, i]
     ss = square[..., i, j] + square[..., j, i] - 2.0 * gram[..., i, j]
@@ -621,14 +691,22 @@ def _gram_pair_t_complete(cell: FloatArray, i: IntArray, j: IntArray) -> FloatAr
     """:func:`_gram_pair_t` when every group ran every task: the column sums (a product
     with a vector of ones) and one Gram matrix per shuffle give every pair's sum and sum
     of squared differences (a quarter of the general path's time: no masks, no cross
-    products). Rounding in the products can leave a trace where two groups' results are
-    equal: a sum of squared differences within 1e-12 of their sums of squares is no
-    spread, and then a mean difference within 1e-12 of their sums no difference. The
-    tasks' levels should be taken out first (:func:`_center_tasks`): the sums of squares
-    are then of the spread, not of the level."""
+    products)."""
     n = cell.shape[-2]
-    total = np.ones(n) @ cell  # [..., group]
-    gram = np.swapaxes(cell, -1, -2) @ cell
+    return _complete_t([np.ones(n) @ cell], [np.swapaxes(cell, -1, -2) @ cell], [1.0], n,
+                       i, j)
+
+
+def _complete_t(totals: list[FloatArray], grams: list[FloatArray], weights: list[float],
+                n: int, i: IntArray, j: IntArray) -> FloatArray:
+    """:func:`_gram_pair_t_complete` of ``Σ w_p parts[p]`` on ``n`` tasks from
+    :func:`_part_sums`. Rounding in the products can leave a trace where two groups'
+    results are equal: a sum of squared differences within 1e-12 of their sums of
+    squares is no spread, and then a mean difference within 1e-12 of their sums no
+    difference. The tasks' levels should be taken out first (:func:`_center_tasks`): the
+    sums of squares are then of the spread, not of the level."""
+    total = _combine(totals, weights, products=False)  # [..., group]
+    gram = _symmetric(grams, weights)
     square = np.einsum("...ii->...i", gram)
     s = total[..., j] - total[..., i]
     scale = square[..., i] + square[..., j]
@@ -663,33 +741,106 @@ def permutation_best_set(
     probability too. With 0/1 rewards on few tasks it has more power than normal draws
     with a t-widened critical value, whose widening is paid in the far tail.
     """
-    n_tasks, n_groups = cell.shape
-    keep: npt.NDArray[np.bool_] = np.asarray(ran.any(axis=0), dtype=bool)
-    if n_groups < 2 or keep.sum() < 2:
-        return keep
-    rng = np.random.default_rng([seed, n_tasks, n_groups, 11])
-    key: tuple[Any, ...] = (seed, n_tasks, n_groups, n_permutations,
-                            hashlib.blake2b(np.packbits(ran).tobytes()).digest())
-    inside = keep.copy()
-    while inside.sum() >= 2:
-        members = np.flatnonzero(inside)
-        key += (members.tobytes(),)
-        sub_ran = ran[:, members]
-        sub = _center_tasks(cell[:, members], sub_ran)
-        i, j = np.triu_indices(members.size, k=1)
-        t = _gram_pair_t(sub, sub_ran, i, j)  # j over i
-        beaten = np.zeros(members.size, dtype=bool)
-        step = max(1, _PERM_CELLS // max(n_tasks * i.size, 1))
-        flat = np.ascontiguousarray(sub).ravel()
-        largest = [np.abs(_gram_pair_t(flat[index], sub_ran, i, j)).max(axis=-1)
-                   for index in _shuffles(rng, sub_ran, n_permutations, step, key)]
-        c = float(np.quantile(np.concatenate(largest), confidence))
-        np.logical_or.at(beaten, i, t > c)
-        np.logical_or.at(beaten, j, -t > c)
-        if not beaten.any():
-            break
-        inside[members[beaten]] = False
-    return inside
+    return WeightedBestSet([cell], ran, confidence=confidence,
+                           n_permutations=n_permutations, seed=seed)([1.0])
+
+
+def _nbytes(sums: tuple[Any, ...]) -> int:
+    """The bytes of one chunk's :func:`_part_sums`."""
+    return sum(a.nbytes for part in sums if part is not None
+               for a in (part if isinstance(part, list) else [part]))
+
+
+class WeightedBestSet:
+    """:func:`permutation_best_set` of ``w_1 * cells[0] + w_2 * cells[1] + ...`` for weights
+    given later, many times over (the tuner's weight sliders).
+
+    The shuffles permute cells, which commutes with a weighted sum: each shuffle's sums
+    and sums of products are kept per part and per pair of parts (:func:`_part_sums`), and
+    a call with new weights combines them (a few products per pair of groups per shuffle)
+    instead of gathering and multiplying the shuffled tables anew. The sets are those of
+    :func:`permutation_best_set` on the summed table up to rounding in the last bits of
+    the t statistics; with one part and weight 1 they are its own computation. The sums
+    are kept for up to ``_PERM_CACHE_BYTES`` per instance (then computed on each call).
+    """
+
+    def __init__(self, cells: list[FloatArray], ran: npt.NDArray[np.bool_], *,
+                 confidence: float = 0.95, n_permutations: int = 1000, seed: int = 0
+                 ) -> None:
+        self.cells = [np.asarray(c, dtype=np.float64) for c in cells]
+        self.ran = np.asarray(ran, dtype=bool)
+        self.confidence = confidence
+        self.n_permutations = n_permutations
+        self.seed = seed
+        # the sums of each step's shuffles, with the generator's state after them
+        self._sums: BytesLRU[tuple[list[tuple[Any, ...]], Any]] = BytesLRU(
+            _PERM_CACHE_BYTES, lambda kept: sum(map(_nbytes, kept[0])))
+
+    def __call__(self, weights: list[float]) -> npt.NDArray[np.bool_]:
+        ran = self.ran
+        n_tasks, n_groups = ran.shape
+        keep: npt.NDArray[np.bool_] = np.asarray(ran.any(axis=0), dtype=bool)
+        if n_groups < 2 or keep.sum() < 2:
+            return keep
+        w = [float(x) for x in weights]
+        cell = _combine(self.cells, w, products=False)
+        rng = np.random.default_rng([self.seed, n_tasks, n_groups, 11])
+        key: tuple[Any, ...] = (self.seed, n_tasks, n_groups, self.n_permutations,
+                                hashlib.blake2b(np.packbits(ran).tobytes()).digest())
+        inside = keep.copy()
+        while inside.sum() >= 2:
+            members = np.flatnonzero(inside)
+            key += (members.tobytes(),)
+            sub_ran = ran[:, members]
+            i, j = np.triu_indices(members.size, k=1)
+            t = _gram_pair_t(_center_tasks(cell[:, members], sub_ran), sub_ran, i, j)
+            complete = bool(sub_ran.all())
+            largest = []
+            for sums in self._shuffled_sums(rng, key, members, sub_ran, i.size):
+                shuffled = (_complete_t(sums[1], sums[3], w, n_tasks, i, j) if complete
+                            else _masked_t(sums, w, i, j))
+                largest.append(np.abs(shuffled).max(axis=-1))
+            # a t within rounding of the critical value is a tie with it, not above it:
+            # with few tasks the observed t is one of the shuffles' values, and the
+            # weighted sums reach it by another order of the same additions
+            c = float(np.quantile(np.concatenate(largest), self.confidence))
+            c += _TIE * abs(c)
+            beaten = np.zeros(members.size, dtype=bool)
+            np.logical_or.at(beaten, i, t > c)
+            np.logical_or.at(beaten, j, -t > c)
+            if not beaten.any():
+                break
+            inside[members[beaten]] = False
+        return inside
+
+    def _shuffled_sums(self, rng: np.random.Generator, key: tuple[Any, ...],
+                       members: IntArray, sub_ran: npt.NDArray[np.bool_], n_pairs: int
+                       ) -> Iterator[tuple[Any, ...]]:
+        """:func:`_part_sums` of each chunk of shuffles of the members' centred parts, one
+        chunk at a time; kept for the next call when there is more than one part (with
+        one, the caller is :func:`permutation_best_set`, which calls once) and they fit."""
+        hit = self._sums.hit(key)
+        if hit is not None:
+            rng.bit_generator.state = hit[1]
+            yield from hit[0]
+            return
+        n_tasks = sub_ran.shape[0]
+        step = max(1, _PERM_CELLS // max(n_tasks * n_pairs, 1))
+        flats = [np.ascontiguousarray(_center_tasks(c[:, members], sub_ran)).ravel()
+                 for c in self.cells]
+        kept: list[tuple[Any, ...]] | None = [] if len(self.cells) > 1 else None
+        size = 0
+        for index in _shuffles(rng, sub_ran, self.n_permutations, step, key):
+            sums = _part_sums([flat[index] for flat in flats], sub_ran)
+            if kept is not None:
+                size += _nbytes(sums)
+                if size <= _PERM_CACHE_BYTES:
+                    kept.append(sums)
+                else:
+                    kept = None  # too large to keep: computed on every call
+            yield sums
+        if kept is not None:
+            self._sums.keep(key, (kept, rng.bit_generator.state))
 
 
 def rank_intervals(
@@ -979,6 +1130,7 @@ def best_group(
     higher_is_better: bool = True,
     confidence: float = 0.95,
     pairs: bool = True,
+    best: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[RankIntervals, Any]:
     """Simultaneous rank sets of the groups' means of ``x``, the set that may be best, and
     every pair compared.
@@ -992,26 +1144,56 @@ def best_group(
     from the draws (with many tasks the two agree). Its members' rank sets start at 1,
     the others' at 2. Returns the :class:`RankIntervals` and the :func:`pairwise_tests`
     table (Holm-adjusted p-values, for reading pair by pair; None with ``pairs=False``,
-    for a caller that does not show it).
+    for a caller that does not show it). ``best``: the permutation set when the caller
+    has it already, from :func:`weighted_best_set` (``x`` a weighted sum of parts).
     """
     sizes = np.bincount(draws.groups, minlength=max(draws.n_groups, 1))
     units = draws.n_units if draws.paired else int(sizes.min()) if sizes.size else 2
-    best = None
-    if draws.paired and 0 < draws.n_units * draws.n_groups <= _PERM_TABLE:
-        sums, counts = draws.unit_sums(x)
-        ran = counts > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cell = np.where(ran, sums / np.where(ran, counts, 1.0), 0.0)
-        best = permutation_best_set(
-            cell if higher_is_better else -cell, ran, confidence=confidence,
-            n_permutations=draws.n_draws, seed=draws.seed,
-        )
+    if best is None and _shuffles_tasks(draws):
+        cell, ran = _task_cells(draws, x, higher_is_better)
+        best = permutation_best_set(cell, ran, confidence=confidence,
+                                    n_permutations=draws.n_draws, seed=draws.seed)
     ri = rank_intervals(
         estimate, draws.means(x), higher_is_better=higher_is_better, confidence=confidence,
         df=max(units - 1, 1), seed=draws.seed, best=best,
     )
     table = pairwise_tests(names, draws, x, confidence=confidence) if pairs else None
     return replace(ri, labels=tuple(names)), table
+
+
+def _shuffles_tasks(draws: MeanDraws) -> bool:
+    """Whether :func:`best_group`'s best set shuffles results within tasks
+    (:func:`permutation_best_set`) rather than stepping down over the draws."""
+    return draws.paired and 0 < draws.n_units * draws.n_groups <= _PERM_TABLE
+
+
+def weighted_best_set(
+    draws: MeanDraws, parts: list[FloatArray], *, higher_is_better: bool = True,
+    confidence: float = 0.95,
+) -> WeightedBestSet | None:
+    """:func:`best_group`'s best set of ``x = w_1 * parts[0] + w_2 * parts[1] + ...`` for
+    weights given later (``weighted_best_set(...)(weights)``, passed to ``best_group`` as
+    ``best``), or None where ``best_group`` does not shuffle within tasks. A row is
+    measured where every part is finite (where ``x`` is, whatever the weights)."""
+    if not _shuffles_tasks(draws):
+        return None
+    measured = np.logical_and.reduce([np.isfinite(p) for p in parts])
+    tables = [_task_cells(draws, np.where(measured, p, np.nan), higher_is_better)
+              for p in parts]
+    return WeightedBestSet([cell for cell, _ in tables], tables[0][1],
+                           confidence=confidence, n_permutations=draws.n_draws,
+                           seed=draws.seed)
+
+
+def _task_cells(draws: MeanDraws, x: FloatArray, higher_is_better: bool
+                ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """The tasks × groups table of each group's mean of ``x`` on each task (negated when
+    lower is better; 0 where not measured) and where it was measured."""
+    sums, counts = draws.unit_sums(x)
+    ran = counts > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cell = np.where(ran, sums / np.where(ran, counts, 1.0), 0.0)
+    return (cell if higher_is_better else -cell), ran
 
 
 def candidate_table(
