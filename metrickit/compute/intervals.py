@@ -276,6 +276,44 @@ def _bootstrap_t(m: FloatArray, confidence: float, n_resamples: int, seed: int) 
     return mean - float(hi) * se, mean - float(lo) * se
 
 
+def _bootstrap_t_many(ms: list[FloatArray], confidence: float, n_resamples: int,
+                      seeds: list[int]) -> list[tuple[float, float]]:
+    """:func:`_bootstrap_t` of each of ``ms`` with its own seed. Those of one size small
+    enough to keep their resamples' draw counts go together: their counts stacked (kept as
+    a stack too, :data:`_counts`) and one batched product for the lot, where a loop of
+    matrix-vector products spends most of its time in Python (the tuner with 14 skewed
+    candidates: 6.6 → 1 ms). The same resamples and sums as one by one, to rounding."""
+    out: list[tuple[float, float] | None] = [None] * len(ms)
+    by_size: dict[int, list[int]] = {}
+    for k, m in enumerate(ms):
+        if n_resamples * m.size <= _COUNTS_CELLS and m.size >= 2 and len(ms) > 1:
+            by_size.setdefault(m.size, []).append(k)
+        else:
+            out[k] = _bootstrap_t(m, confidence, n_resamples, seeds[k])
+    alpha = (1 - confidence) / 2
+    for g, ks in by_size.items():
+        key = ("stack", g, n_resamples, tuple(seeds[k] for k in ks))
+        counts = _counts.hit(key)
+        if counts is None:
+            counts = np.stack([_resample_counts(g, n_resamples, seeds[k]) for k in ks])
+            counts.setflags(write=False)
+            _counts.keep(key, counts)
+        m = np.stack([ms[k] for k in ks])
+        mean = m.mean(axis=1)
+        se = m.std(axis=1, ddof=1) / math.sqrt(g)
+        d = m - mean[:, None]  # centred first, as in _bootstrap_t
+        shift = (counts @ d[:, :, None])[..., 0] / g
+        square = (counts @ (d * d)[:, :, None])[..., 0]
+        var = (square - g * shift * shift) / (g - 1)
+        flat = var <= 1e-12 * np.maximum(square, np.finfo(float).tiny) / (g - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(flat, 0.0, shift / np.sqrt(np.maximum(var, 0.0) / g))
+        lo, hi = np.quantile(t, [alpha, 1 - alpha], axis=1)
+        for row, k in enumerate(ks):
+            out[k] = (float(mean[row] - hi[row] * se[row]), float(mean[row] - lo[row] * se[row]))
+    return [b for b in out if b is not None]
+
+
 def _hall(m: FloatArray, confidence: float) -> tuple[float, float]:
     """Hall's (1992, "On the removal of skewness by transformation") interval of the mean:
     the t statistic ``T`` made normal to second order by ``g(T) = T + c T**2 + c**2 T**3 / 3
@@ -320,14 +358,27 @@ def skewed_interval(
     From :data:`BOOTSTRAP_T_MAX` tasks Hall's transformation interval (:func:`_hall`)
     replaces the bootstrap-t: the same second-order skewness correction in O(tasks) time
     and memory, where the bootstrap-t costs ``n_resamples`` x tasks draws."""
-    if m.size >= BOOTSTRAP_T_MAX:
-        a, b = _hall(m, confidence)
-    else:
-        a, b = _bootstrap_t(m, confidence, n_resamples, seed)
-    if np.all(m > 0) and np.ptp(m) > 0:
-        c, d = _lognormal(m, confidence)
-        a, b = min(a, c), max(b, d)
-    return max(a, float(m.min())), b
+    return skewed_intervals([m], confidence, n_resamples=n_resamples, seeds=[seed])[0]
+
+
+def skewed_intervals(
+    ms: list[FloatArray], confidence: float = 0.95, *, n_resamples: int = 2000,
+    seeds: list[int],
+) -> list[tuple[float, float]]:
+    """:func:`skewed_interval` of each of ``ms`` with its own seed, the bootstrap-t of
+    those of one size computed together (:func:`_bootstrap_t_many`)."""
+    small = [k for k, m in enumerate(ms) if m.size < BOOTSTRAP_T_MAX]
+    boot = dict(zip(small, _bootstrap_t_many([ms[k] for k in small], confidence,
+                                             n_resamples, [seeds[k] for k in small]),
+                    strict=True))
+    out = []
+    for k, m in enumerate(ms):
+        a, b = boot[k] if k in boot else _hall(m, confidence)
+        if np.all(m > 0) and np.ptp(m) > 0:
+            c, d = _lognormal(m, confidence)
+            a, b = min(a, c), max(b, d)
+        out.append((max(a, float(m.min())), b))
+    return out
 
 
 def grouped_intervals(
@@ -421,9 +472,11 @@ def grouped_intervals(
         high = np.where(binary, w_high, np.where(df >= 1, t_high, np.nan))
     skewed = ~binary & (skewness > 0.5) & (low_x > 0) & (g >= 3)
     log_sd = np.full(n_groups, np.nan)
-    for i in np.flatnonzero(skewed).tolist():
-        m = cm[cg == i]
-        low[i], high[i] = skewed_interval(m, confidence, seed=seed + i)
+    which = np.flatnonzero(skewed).tolist()
+    values = [cm[cg == i] for i in which]
+    bounds = skewed_intervals(values, confidence, seeds=[seed + i for i in which])
+    for i, m, (a, b) in zip(which, values, bounds, strict=True):
+        low[i], high[i] = a, b
         log_sd[i] = float(np.log(m).std(ddof=1))
     empty = n == 0
     low[empty] = high[empty] = mean[empty] = harbor[empty] = np.nan

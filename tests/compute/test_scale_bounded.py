@@ -127,3 +127,23 @@ def test_a_resample_of_one_repeated_value_has_no_spread():
         direct = _old_bootstrap_t(m, 0.95, 2000, 0)
     assert max(abs(direct[0]), abs(direct[1])) > 1e6  # the failure this guards against
     assert sum(c.nbytes for c in intervals._counts.values()) <= intervals._COUNTS_BYTES
+
+
+def test_many_skewed_intervals_at_once_are_each_ones_own(monkeypatch):
+    # grouped_intervals computes the bootstrap-t of every skewed group of one size in one
+    # stacked product: the same bounds as one group at a time, each with its own seed
+    rng = np.random.default_rng(5)
+    ms = ([rng.lognormal(0, 1, 34) for _ in range(6)] + [rng.lognormal(0, 1.5, 12)] * 2
+          + [rng.lognormal(0, 1, intervals.BOOTSTRAP_T_MAX + 1)])
+    seeds = [3, 1, 4, 1, 5, 9, 2, 6, 5]
+    together = intervals.skewed_intervals(ms, seeds=seeds)
+    alone = [intervals.skewed_interval(m, seed=s) for m, s in zip(ms, seeds, strict=True)]
+    np.testing.assert_allclose(together, alone, rtol=1e-13)
+    assert together[0] != together[1]  # different data and seeds: different bounds
+    # the stacked path was the one taken for the groups of 34 and of 12
+    calls = []
+    one = intervals._bootstrap_t
+    monkeypatch.setattr(intervals, "_bootstrap_t",
+                        lambda m, *a: calls.append(m.size) or one(m, *a))
+    intervals.skewed_intervals(ms, seeds=seeds)
+    assert calls == []
