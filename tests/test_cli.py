@@ -125,3 +125,26 @@ def test_a_warning_reads_as_one_line_for_a_person_at_a_terminal(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "metrickit summarize: warning:" in done.stderr and "years" in done.stderr
     assert "return fn(" not in done.stderr and ".py:" not in done.stderr
+
+
+def test_the_command_skips_the_collectors_passes_at_exit(monkeypatch, tmp_path, data_dir):
+    # `metrickit` is cli.console: main, then gc.freeze() so Python's shutdown does not walk
+    # every imported object again (0.35 s after a report); main itself leaves gc alone
+    import gc
+    import tomllib
+
+    from metrickit import cli
+
+    scripts = tomllib.loads((data_dir.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["metrickit"] == "metrickit.cli:console"
+    monkeypatch.setattr(sys, "argv", ["metrickit", "aggregate", "-i",
+                                      str(data_dir / "rewards" / "multi_dim.jsonl"),
+                                      "-o", str(tmp_path / "m.json")])
+    gc.unfreeze()
+    assert cli.main(sys.argv[1:]) == 0 and gc.get_freeze_count() == 0
+    try:
+        assert cli.console() == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # the test session's own objects go back to the collector
+    assert json.loads((tmp_path / "m.json").read_text())
