@@ -471,7 +471,9 @@ class SpecTuner:
         self._title_regions: dict[str, Any] = {}
         self._part_cache: dict[tuple[Any, ...], np.ndarray] = {}
         # the part scores the best set's sums were computed for, and those sums
-        self._best_parts: tuple[list[np.ndarray], WeightedBestSet | None] | None = None
+        # (whether made: on the second update with the same parts)
+        self._best_parts: tuple[list[np.ndarray], WeightedBestSet | None, bool] | None = (
+            None)
         self._text_handle: asyncio.TimerHandle | None = None
         self._pending_text: tuple[RewardSpec, Any] | None = None
         self._ipympl = _uses_ipympl()
@@ -707,17 +709,22 @@ class SpecTuner:
         d = self.data
         reward = scores["reward"]
         gi = grouped_intervals(d.codes, len(d.groups), reward, clusters=d.units)
-        # The best set's shuffles are of the parts' task tables, kept while the parts
-        # stay (a weight slider only reweights them: see WeightedBestSet)
+        # The best set from the parts' shuffled sums, kept while the parts stay: a weight
+        # slider only reweights them (WeightedBestSet). They cost three parts' worth to
+        # make, so they are made on the second update with the same parts (a weight
+        # move); the first, and each move of a reference or the shape, which changes a
+        # part, takes the direct path.
         parts = [scores[f"{part}_score"] for part in PARTS]
-        if self._best_parts is None or any(
-                a is not b for a, b in zip(parts, self._best_parts[0], strict=True)):
-            self._best_parts = (parts, weighted_best_set(d.draws, parts))
-        weighted = self._best_parts[1]
+        kept = self._best_parts
         best = None
-        if weighted is not None:
-            assert self._spec is not None
-            best = weighted([self._spec.weights[part] for part in PARTS])
+        if kept is None or any(a is not b for a, b in zip(parts, kept[0], strict=True)):
+            self._best_parts = (parts, None, False)
+        else:
+            if not kept[2]:
+                kept = self._best_parts = (parts, weighted_best_set(d.draws, parts), True)
+            if kept[1] is not None:
+                assert self._spec is not None
+                best = kept[1]([self._spec.weights[part] for part in PARTS])
         ri, _ = best_group(d.groups, gi.mean, d.draws, reward, pairs=False, best=best)
         columns = {
             self.by: d.groups,

@@ -793,10 +793,13 @@ class WeightedBestSet:
             key += (members.tobytes(),)
             sub_ran = ran[:, members]
             i, j = np.triu_indices(members.size, k=1)
-            t = _gram_pair_t(_center_tasks(cell[:, members], sub_ran), sub_ran, i, j)
+            sub = _center_tasks(cell[:, members], sub_ran)
+            t = _gram_pair_t(sub, sub_ran, i, j)
             complete = bool(sub_ran.all())
             largest = []
-            for sums in self._shuffled_sums(rng, key, members, sub_ran, i.size):
+            # one part at weight 1 is its own sum: its centred table is the one just made
+            alone = sub if len(self.cells) == 1 and w[0] == 1.0 else None
+            for sums in self._shuffled_sums(rng, key, members, sub_ran, i.size, alone):
                 shuffled = (_complete_t(sums[1], sums[3], w, n_tasks, i, j) if complete
                             else _masked_t(sums, w, i, j))
                 largest.append(np.abs(shuffled).max(axis=-1))
@@ -814,8 +817,8 @@ class WeightedBestSet:
         return inside
 
     def _shuffled_sums(self, rng: np.random.Generator, key: tuple[Any, ...],
-                       members: IntArray, sub_ran: npt.NDArray[np.bool_], n_pairs: int
-                       ) -> Iterator[tuple[Any, ...]]:
+                       members: IntArray, sub_ran: npt.NDArray[np.bool_], n_pairs: int,
+                       centred: FloatArray | None) -> Iterator[tuple[Any, ...]]:
         """:func:`_part_sums` of each chunk of shuffles of the members' centred parts, one
         chunk at a time; kept for the next call when there is more than one part (with
         one, the caller is :func:`permutation_best_set`, which calls once) and they fit."""
@@ -826,8 +829,9 @@ class WeightedBestSet:
             return
         n_tasks = sub_ran.shape[0]
         step = max(1, _PERM_CELLS // max(n_tasks * n_pairs, 1))
-        flats = [np.ascontiguousarray(_center_tasks(c[:, members], sub_ran)).ravel()
-                 for c in self.cells]
+        tables = [centred] if centred is not None else [
+            _center_tasks(c[:, members], sub_ran) for c in self.cells]
+        flats = [np.ascontiguousarray(table).ravel() for table in tables]
         kept: list[tuple[Any, ...]] | None = [] if len(self.cells) > 1 else None
         size = 0
         for index in _shuffles(rng, sub_ran, self.n_permutations, step, key):

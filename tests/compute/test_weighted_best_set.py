@@ -94,11 +94,19 @@ def test_the_tuner_ranks_as_best_group_on_its_reward(capsys):
     tuner = mk.widgets.tune_spec(cases, debounce_ms=0)
     capsys.readouterr()
     d = tuner.data
-    for value in (0.05, 0.4, 0.9, 0.4):
-        tuner.w_speed.value = value
+    references = [o[1] if isinstance(o, tuple) else o for o in tuner.speed_ref.options]
+    # (slider, value, whether the part sums are made after it): a reference move changes
+    # a part and takes the direct path; the next weight move, with the same parts, makes
+    # the sums (the tuner's first update saw its initial parts)
+    moves = [("w_speed", 0.05, True), ("w_speed", 0.4, True),
+             ("speed_ref", references[1], False), ("w_speed", 0.9, True),
+             ("w_cost", 0.3, True), ("speed_ref", references[-1], False)]
+    for name, value, made in moves:
+        getattr(tuner, name).value = value
+        assert tuner._best_parts[2] is made, (name, value)
         reward = mk.RewardSpec.from_dict(tuner.spec).score_arrays(d.acc, d.lat,
                                                                   d.cost)["reward"]
         estimate = grouped_intervals(d.codes, len(d.groups), reward, clusters=d.units).mean
         own, _ = best_group(d.groups, estimate, d.draws, reward, pairs=False)
         expected = {d.groups[i] for i in np.flatnonzero(own.best_group)}
-        assert set(tuner.tied) == expected, value
+        assert set(tuner.tied) == expected, (name, value)
