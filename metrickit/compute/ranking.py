@@ -761,7 +761,8 @@ class WeightedBestSet:
     instead of gathering and multiplying the shuffled tables anew. The sets are those of
     :func:`permutation_best_set` on the summed table up to rounding in the last bits of
     the t statistics; with one part and weight 1 they are its own computation. The sums
-    are kept for up to ``_PERM_CACHE_BYTES`` per instance (then computed on each call).
+    are kept for up to ``_PERM_CACHE_BYTES`` per instance; where the first step's would not
+    fit (many groups), a call is :func:`permutation_best_set` of the summed table.
     """
 
     def __init__(self, cells: list[FloatArray], ran: npt.NDArray[np.bool_], *,
@@ -784,6 +785,10 @@ class WeightedBestSet:
             return keep
         w = [float(x) for x in weights]
         cell = _combine(self.cells, w, products=False)
+        if len(self.cells) > 1 and not self._fits(n_groups):
+            # the sums could not be kept: one part's worth of work on the summed table
+            return permutation_best_set(cell, ran, confidence=self.confidence,
+                                        n_permutations=self.n_permutations, seed=self.seed)
         rng = np.random.default_rng([self.seed, n_tasks, n_groups, 11])
         key: tuple[Any, ...] = (self.seed, n_tasks, n_groups, self.n_permutations,
                                 hashlib.blake2b(np.packbits(ran).tobytes()).digest())
@@ -815,6 +820,15 @@ class WeightedBestSet:
                 break
             inside[members[beaten]] = False
         return inside
+
+    def _fits(self, n_groups: int) -> bool:
+        """Whether the first step's sums (every group in the set) fit in what is kept:
+        per shuffle a Gram matrix per pair of parts, and where some groups did not run some
+        tasks as many matrices of sums of products again, with the column sums."""
+        k, parts = n_groups, len(self.cells)
+        pairs = parts * (parts + 1) // 2
+        per_shuffle = (pairs * k * k + parts * k) * (1 if self.ran.all() else 2)
+        return self.n_permutations * per_shuffle * 8 <= _PERM_CACHE_BYTES
 
     def _shuffled_sums(self, rng: np.random.Generator, key: tuple[Any, ...],
                        members: IntArray, sub_ran: npt.NDArray[np.bool_], n_pairs: int,

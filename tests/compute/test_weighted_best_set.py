@@ -110,3 +110,24 @@ def test_the_tuner_ranks_as_best_group_on_its_reward(capsys):
         own, _ = best_group(d.groups, estimate, d.draws, reward, pairs=False)
         expected = {d.groups[i] for i in np.flatnonzero(own.best_group)}
         assert set(tuner.tied) == expected, (name, value)
+
+
+def test_sums_too_large_to_keep_give_the_summed_tables_set(monkeypatch):
+    # many groups: the first step's sums would not fit, so each call is the direct set of
+    # the summed table (one part's work), never the sums recomputed for every weighting
+    from metrickit.compute import ranking
+
+    parts, ran = _tables(11, True)
+    weighted = WeightedBestSet(parts, ran, n_permutations=300, seed=4)
+    assert weighted._fits(ran.shape[1])
+    monkeypatch.setattr(ranking, "_PERM_CACHE_BYTES", 1000)
+    assert not weighted._fits(ran.shape[1])
+    made = []
+    real = ranking._part_sums
+    monkeypatch.setattr(ranking, "_part_sums", lambda tables, r: made.append(len(tables))
+                        or real(tables, r))
+    for w in ([0.2, 0.3, 0.5], [0.6, 0.2, 0.2]):
+        summed = sum(wi * p for wi, p in zip(w, parts, strict=True))
+        np.testing.assert_array_equal(
+            weighted(w), permutation_best_set(summed, ran, n_permutations=300, seed=4))
+    assert made and set(made) == {1} and not weighted._sums
