@@ -620,32 +620,23 @@ def _pairs(k: int) -> list[tuple[int, int]]:
     return [(p, q) for p in range(k) for q in range(p, k)]
 
 
-def _combine(terms: list[Any], weights: list[float], products: bool) -> Any:
-    """``Σ w_p terms[p]``, or with ``products`` ``Σ_{p<=q} w_p w_q terms[pq]`` (the pairs in
-    :func:`_part_sums`' order). One part with weight 1 gives its term's numbers exactly."""
-    if not products:
-        out = weights[0] * terms[0]
-        for w, term in zip(weights[1:], terms[1:], strict=True):
-            out = out + w * term
-        return out
-    k = len(weights)
-    out = None
-    for (p, q), term in zip(_pairs(k), terms,
-                            strict=True):
-        part = weights[p] * weights[q] * term
-        out = part if out is None else out + part
+def _combine(terms: list[Any], weights: list[float]) -> Any:
+    """``Σ w_p terms[p]``; one part with weight 1 gives its term's numbers exactly."""
+    out = weights[0] * terms[0]
+    for w, term in zip(weights[1:], terms[1:], strict=True):
+        out = out + w * term
     return out
 
 
-def _symmetric(grams: list[FloatArray], weights: list[float]) -> FloatArray:
-    """``Xᵀ X`` of ``X = Σ w_p parts[p]`` from the grams of :func:`_part_sums`: the pairs
-    ``p < q`` stand for both ``parts[p]ᵀ parts[q]`` and its transpose."""
-    k = len(weights)
+def _quadratic(terms: list[FloatArray], weights: list[float], transpose: bool) -> FloatArray:
+    """``Σ_p Σ_q w_p w_q T_pq`` from the terms of :func:`_part_sums` (``p <= q``): a term of
+    ``p < q`` stands for ``T_pq`` and ``T_qp``, its transpose (``transpose``: the grams
+    ``parts[p]ᵀ parts[q]``) or itself (the sums of products). One part with weight 1 gives
+    its term's numbers exactly."""
     out = None
-    for (p, q), gram in zip(_pairs(k), grams,
-                            strict=True):
-        part = (weights[p] * weights[q] * gram if p == q
-                else weights[p] * weights[q] * (gram + np.swapaxes(gram, -1, -2)))
+    for (p, q), term in zip(_pairs(len(weights)), terms, strict=True):
+        mirror = np.swapaxes(term, -1, -2) if transpose else term
+        part = weights[p] * weights[q] * (term if p == q else term + mirror)
         out = part if out is None else out + part
     assert out is not None
     return out
@@ -656,13 +647,9 @@ def _masked_t(sums: tuple[Any, ...], weights: list[float], i: IntArray, j: IntAr
     """:func:`_gram_pair_t` (some groups did not run some tasks) of ``Σ w_p parts[p]``
     from :func:`_part_sums`' ``sums``."""
     both, crosses, squares, grams = sums
-    cross = _combine(crosses, weights, products=False)
-    # squares are symmetric in the pair of parts: each p < q term stands for two
-    k = len(weights)
-    square = _combine([s if p == q else 2.0 * s for (p, q), s in zip(
-        _pairs(k), squares, strict=True)],
-        weights, products=True)
-    gram = _symmetric(grams, weights)
+    cross = _combine(crosses, weights)
+    square = _quadratic(squares, weights, transpose=False)
+    gram = _quadratic(grams, weights, transpose=True)
     c = both[i, j]
     s = cross[..., i, j] - cross[..., j, i]
     ss = square[..., i, j] + square[..., j, i] - 2.0 * gram[..., i, j]
@@ -705,8 +692,8 @@ def _complete_t(totals: list[FloatArray], grams: list[FloatArray], weights: list
     squares is no spread, and then a mean difference within 1e-12 of their sums no
     difference. The tasks' levels should be taken out first (:func:`_center_tasks`): the
     sums of squares are then of the spread, not of the level."""
-    total = _combine(totals, weights, products=False)  # [..., group]
-    gram = _symmetric(grams, weights)
+    total = _combine(totals, weights)  # [..., group]
+    gram = _quadratic(grams, weights, transpose=True)
     square = np.einsum("...ii->...i", gram)
     s = total[..., j] - total[..., i]
     scale = square[..., i] + square[..., j]
@@ -784,7 +771,7 @@ class WeightedBestSet:
         if n_groups < 2 or keep.sum() < 2:
             return keep
         w = [float(x) for x in weights]
-        cell = _combine(self.cells, w, products=False)
+        cell = _combine(self.cells, w)
         if len(self.cells) > 1 and not self._fits(n_groups):
             # the sums could not be kept: one part's worth of work on the summed table
             return permutation_best_set(cell, ran, confidence=self.confidence,
@@ -822,12 +809,14 @@ class WeightedBestSet:
         return inside
 
     def _fits(self, n_groups: int) -> bool:
-        """Whether the first step's sums (every group in the set) fit in what is kept:
-        per shuffle a Gram matrix per pair of parts, and where some groups did not run some
-        tasks as many matrices of sums of products again, with the column sums."""
+        """Whether the first step's sums (every group in the set, the largest) fit in what
+        is kept (:func:`_part_sums` per shuffle: a Gram matrix per pair of parts and the
+        column sums of each part; where some groups did not run some tasks, a matrix of
+        sums of products per pair and one of sums per part instead of the column sums)."""
         k, parts = n_groups, len(self.cells)
         pairs = parts * (parts + 1) // 2
-        per_shuffle = (pairs * k * k + parts * k) * (1 if self.ran.all() else 2)
+        per_shuffle = (pairs * k * k + parts * k if self.ran.all()
+                       else (2 * pairs + parts) * k * k)
         return self.n_permutations * per_shuffle * 8 <= _PERM_CACHE_BYTES
 
     def _shuffled_sums(self, rng: np.random.Generator, key: tuple[Any, ...],
@@ -835,7 +824,8 @@ class WeightedBestSet:
                        centred: FloatArray | None) -> Iterator[tuple[Any, ...]]:
         """:func:`_part_sums` of each chunk of shuffles of the members' centred parts, one
         chunk at a time; kept for the next call when there is more than one part (with
-        one, the caller is :func:`permutation_best_set`, which calls once) and they fit."""
+        one, the caller is :func:`permutation_best_set`, which calls once; with several,
+        :meth:`_fits` said they fit)."""
         hit = self._sums.hit(key)
         if hit is not None:
             rng.bit_generator.state = hit[1]
@@ -846,18 +836,13 @@ class WeightedBestSet:
         tables = [centred] if centred is not None else [
             _center_tasks(c[:, members], sub_ran) for c in self.cells]
         flats = [np.ascontiguousarray(table).ravel() for table in tables]
-        kept: list[tuple[Any, ...]] | None = [] if len(self.cells) > 1 else None
-        size = 0
+        kept: list[tuple[Any, ...]] = []
         for index in _shuffles(rng, sub_ran, self.n_permutations, step, key):
             sums = _part_sums([flat[index] for flat in flats], sub_ran)
-            if kept is not None:
-                size += _nbytes(sums)
-                if size <= _PERM_CACHE_BYTES:
-                    kept.append(sums)
-                else:
-                    kept = None  # too large to keep: computed on every call
+            if len(self.cells) > 1:
+                kept.append(sums)
             yield sums
-        if kept is not None:
+        if kept:
             self._sums.keep(key, (kept, rng.bit_generator.state))
 
 
