@@ -85,6 +85,7 @@ from metrickit.reporting.numbers import (
 __all__ = [
     "Code",
     "Figure",
+    "Heatmap",
     "Section",
     "Table",
     "add_report_arguments",
@@ -155,6 +156,75 @@ class Figure:
 
 
 @dataclass
+class Heatmap:
+    """The task × candidate grid (:func:`metrickit.reporting.plots.task_grid`) as a table of
+    coloured cells, which the HTML page renders as text (each cell's value, its row and
+    candidate on hover) in :func:`~metrickit.reporting.plots.task_heatmap`'s colours.
+
+    A Markdown report has no coloured cells: it gets the PNG instead, which ``draw``
+    makes (:func:`report` calls it only then, so an HTML report never draws it).
+    """
+
+    name: str
+    caption: str
+    alt: str
+    grid: Any  # plots.TaskGrid
+    value: str
+    draw: Callable[[], Figure]
+    kind: str = "heatmap"
+
+    @functools.cached_property
+    def header(self) -> list[tuple[str, str]]:
+        """Each column's (short label, full name)."""
+        from metrickit.reporting.plots import short_labels
+
+        columns = [str(c) for c in self.grid.columns]
+        return list(zip(short_labels(columns), columns, strict=True))
+
+    @functools.cached_property
+    def body(self) -> list[tuple[str, str, bool, list[tuple[str, str, str]]]]:
+        """Each row's (short label, full label, summarises several tasks, cells); a cell
+        is (text, style, hover text)."""
+        import numpy as np
+
+        from metrickit.reporting.plots import heatmap_colours, short_labels
+
+        g = self.grid
+        rgb = heatmap_colours(g.values)
+        light = (rgb @ np.array([0.299, 0.587, 0.114])) > 0.55  # dark text on a light cell
+        hexes = [[f"#{r:02x}{gr:02x}{b:02x}" for r, gr, b in row]
+                 for row in np.rint(rgb * 255).astype(int).tolist()]
+        names = [str(c) for c in g.columns]
+        out = []
+        for i, (label, full) in enumerate(zip(short_labels(g.rows, width=30), g.rows,
+                                              strict=True)):
+            cells = []
+            for j, v in enumerate(g.values[i].tolist()):
+                ink = "#1a1a1a" if light[i, j] else "#ffffff"
+                if math.isnan(v):
+                    cells.append(("", f"background:{hexes[i][j]}",
+                                  f"{full} · {names[j]}: not measured"))
+                    continue
+                cells.append((f"{v:.2f}", f"background:{hexes[i][j]};color:{ink}",
+                              f"{full} · {names[j]}: mean {self.value} {v:.3g}"))
+            out.append((label, full, bool(g.tasks[i] > 1), cells))
+        return out
+
+    @functools.cached_property
+    def scale(self) -> tuple[str, str]:
+        """The colour scale as a CSS gradient, and its top value."""
+        import numpy as np
+
+        from metrickit.reporting.plots import heatmap_colours, heatmap_top
+
+        top = heatmap_top(self.grid.values)
+        stops = heatmap_colours(np.linspace(0, top, 11)[None, :], top=top)[0]
+        colours = ", ".join(f"rgb({r},{g},{b})" for r, g, b in
+                            np.rint(stops * 255).astype(int).tolist())
+        return f"background:linear-gradient(to right, {colours})", f"{top:g}"
+
+
+@dataclass
 class Code:
     """A literal block (the REWARD_SPEC)."""
 
@@ -172,7 +242,7 @@ class Section:
     heading: str
     verdict: str = ""
     text: list[str] = field(default_factory=list)
-    blocks: list[Table | Figure | Code] = field(default_factory=list)
+    blocks: list[Table | Figure | Heatmap | Code] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -768,20 +838,23 @@ def _heatmap(d: _Data) -> Section:
 
     frame, task = _task_named(d.finished)
     grid = plots.task_grid(frame, task=task, by=d.by, value=d.value)
-    ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value, grid=grid)
     text = ["Mean value per task and candidate: tasks easiest first, candidates best first. "
             "A grey cell was not measured (the candidate did not run the task, or the key "
             "is missing from its evaluation); it is not a 0."]
     if grid.detail:
         text.append(f"{grid.detail[0].upper()}{grid.detail[1:]}: an italic row is the mean "
                     f"over its tasks (one row per task would be {grid.n_tasks:,} rows).")
-    return Section(
-        "tasks", "Tasks", text=text,
-        blocks=[_figure("heatmap", f"Mean {d.value} per task (rows) and candidate "
-                        "(columns); grey: not measured"
-                        + (f"; {grid.detail}." if grid.detail else "."),
-                        f"heatmap of mean {d.value} per task and candidate", ax)],
-    )
+    caption = (f"Mean {d.value} per task (rows) and candidate (columns); grey: not measured"
+               + (f"; {grid.detail}." if grid.detail else "."))
+    alt = f"heatmap of mean {d.value} per task and candidate"
+
+    def draw() -> Figure:
+        with plots.offscreen():
+            ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value, grid=grid)
+            return _figure("heatmap", caption, alt, ax)
+
+    return Section("tasks", "Tasks", text=text,
+                   blocks=[Heatmap("heatmap", caption, alt, grid, d.value, draw)])
 
 
 def _flips(d: _Data, v: _Versus | None) -> Section:
@@ -1266,7 +1339,7 @@ def _keyed(sections: list[Section], key: str, n_keys: int, i: int) -> list[Secti
         for block in section.blocks:
             if isinstance(block, Table) and block.id:
                 block.id += suffix
-            elif isinstance(block, Figure):
+            elif isinstance(block, Figure | Heatmap):
                 block.name += suffix
     return sections
 
@@ -1384,6 +1457,9 @@ def report(
         images = path.with_name(f"{path.stem}_files")
         images.mkdir(exist_ok=True)
         for section in context["sections"]:
+            # Markdown has no coloured cells: a heatmap is its PNG there
+            section.blocks = [_drawn(b) if isinstance(b, Heatmap) else b
+                              for b in section.blocks]
             for block in section.blocks:
                 if isinstance(block, Figure):
                     (images / f"{block.name}.png").write_bytes(block.png)
@@ -1396,6 +1472,12 @@ def report(
         text = env.get_template("report.html.j2").render(**context)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _drawn(heatmap: Heatmap) -> Figure:
+    figure = heatmap.draw()
+    figure.name = heatmap.name  # with its reward key's suffix (_keyed)
+    return figure
 
 
 # -- command line ----------------------------------------------------------------------------

@@ -58,6 +58,8 @@ __all__ = [
     "Unit",
     "candidate_bars",
     "candidate_means",
+    "heatmap_colours",
+    "heatmap_top",
     "literal",
     "metric_intervals",
     "offscreen",
@@ -1401,6 +1403,27 @@ def _tick(v: float) -> str:
     return "0" if text in ("-0", "-0.0") else text
 
 
+def _heatmap_cmap() -> Any:
+    import matplotlib
+
+    return matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.85")  # grey: not measured
+
+
+def heatmap_top(values: np.ndarray) -> float:
+    """The top of the heatmap's colour scale: 1, or the largest value where one is above."""
+    return max(1.0, float(np.nanmax(values))) if np.isfinite(values).any() else 1.0
+
+
+def heatmap_colours(values: np.ndarray, top: float | None = None) -> np.ndarray:
+    """The colour :func:`task_heatmap` gives each cell of ``values`` (red 0 to green
+    ``top``, default :func:`heatmap_top`; grey where not measured), as RGB in [0, 1]
+    with one more axis than ``values``: what the report's HTML heatmap paints."""
+    values = np.asarray(values, dtype=float)
+    top = heatmap_top(values) if top is None else top
+    scaled = np.ma.masked_invalid(values / top)  # masked: the colour map's "bad" grey
+    return np.asarray(_heatmap_cmap()(scaled))[..., :3]
+
+
 @_styled
 def task_heatmap(
     trials: Any,
@@ -1437,8 +1460,6 @@ def task_heatmap(
     MetrickitError
         ``by``, ``task`` or ``value`` is not a column.
     """
-    import matplotlib
-
     g = grid if grid is not None else task_grid(trials, task=task, by=by, value=value,
                                                 max_rows=max_rows)
     n_rows, n_cols = g.values.shape
@@ -1452,10 +1473,8 @@ def task_heatmap(
     ax = _axes(ax, (max(4.5, 0.35 * n_cols + 3.5, wide),
                     max(3.0, 0.2 * n_rows + 2.0, tall) + (0.3 if g.detail else 0.0)))
     _dress(ax, "")
-    cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.85")
-    top = float(np.nanmax(g.values)) if np.isfinite(g.values).any() else 1.0
-    image = ax.imshow(g.values, aspect="auto", cmap=cmap, vmin=0, vmax=max(1.0, top),
-                      interpolation="nearest")
+    image = ax.imshow(g.values, aspect="auto", cmap=_heatmap_cmap(), vmin=0,
+                      vmax=heatmap_top(g.values), interpolation="nearest")
     ax.set_xticks(range(n_cols), columns, rotation=90 if vertical else 0)
     ax.set_yticks(range(n_rows), rows, fontsize=7 if n_rows > 20 else None)
     for label, binned in zip(ax.get_yticklabels(), g.binned, strict=True):

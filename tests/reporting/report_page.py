@@ -14,6 +14,8 @@ class Page(HTMLParser):
         super().__init__()
         self.tables: dict[str, list[list[tuple[str, str]]]] = {}
         self.marks: dict[str, list[str]] = {}
+        # each cell's attributes (style, title), row by row as in tables
+        self.attrs: dict[str, list[list[dict[str, str | None]]]] = {}
         self.images: list[dict[str, str | None]] = []
         self.text: list[str] = []
         self._table: str | None = None
@@ -27,11 +29,15 @@ class Page(HTMLParser):
             self._table = a.get("id") or f"table{len(self.tables)}"
             self.tables[self._table] = []
             self.marks[self._table] = []
+            self.attrs[self._table] = []
         elif tag == "tr" and self._table is not None:
             self._row = []
+            self.attrs[self._table].append([])
             self.marks[self._table].append(a.get("class") or "")
         elif tag in ("td", "th") and self._row is not None:
             self._cell, self._classes = [], ""
+            if self._table is not None:
+                self.attrs[self._table][-1].append(a)
         elif tag == "span" and self._cell is not None:
             self._classes = a.get("class") or ""
         elif tag == "img":

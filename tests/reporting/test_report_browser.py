@@ -57,9 +57,13 @@ def test_report_opens_from_file_with_no_request_and_visible_plots(tmp_path, demo
             page.route("**/*", route)
             page.goto(path.as_uri(), wait_until="load")
             page.wait_for_load_state("networkidle")
-            plots = page.locator("img, svg")
+            plots = page.locator("img, svg, table.heatmap")
             n = plots.count()
             assert n >= 3, f"expected the bar, trade-off and heatmap plots, found {n}"
+            # the heatmap's cells are painted: no cell keeps the page's white
+            painted = page.evaluate("""() => [...document.querySelectorAll(
+                'table.heatmap td')].map(td => getComputedStyle(td).backgroundColor)""")
+            assert painted and "rgba(0, 0, 0, 0)" not in painted, painted[:5]
             for i in range(n):
                 plot = plots.nth(i)
                 plot.scroll_into_view_if_needed()

@@ -123,7 +123,54 @@ def test_build_sections_draws_its_figures_offscreen() -> None:
                                   latency_ms="ms")
     before = set(plt.get_fignums())
     context = html.build_sections(trials)
-    figures = [b for s in context["sections"] for b in s.blocks if isinstance(b, html.Figure)]
-    assert [f.name for f in figures] == ["candidates", "tradeoff", "heatmap"]
+    blocks = [b for s in context["sections"] for b in s.blocks]
+    figures = [b for b in blocks if isinstance(b, html.Figure)]
+    assert [f.name for f in figures] == ["candidates", "tradeoff"]
+    # the heatmap is a table of cells in HTML; its PNG is drawn only when asked (Markdown)
+    heatmap = next(b for b in blocks if isinstance(b, html.Heatmap))
+    figures.append(heatmap.draw())
     assert all(f.png[:8] == b"\x89PNG\r\n\x1a\n" for f in figures)
     assert set(plt.get_fignums()) == before
+
+
+def _hex(rgb) -> str:
+    r, g, b = (round(float(v) * 255) for v in rgb[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def test_the_html_heatmap_is_the_plots_grid_in_the_plots_colours(tmp_path) -> None:
+    from report_page import parse
+
+    df = _crowded()
+    df = df[~((df["who"] == "delta") & df["task"].isin(["t3", "t4"]))]  # two cells unmeasured
+    trials = mk.trials_from_frame(df, task="task", candidate="who", reward="ok",
+                                  latency_ms="ms")
+    page = parse(html.report(trials, tmp_path / "r.html"))
+    header, *body = page.tables["heatmap"]
+    frame = mk.trials_from_frame(df, task="task", candidate="who", reward="ok")
+    grid = plots.task_grid(frame, by="candidate", value="ok")
+    image = plots.task_heatmap(frame, by="candidate", value="ok", grid=grid).get_images()[0]
+    painted = image.to_rgba(image.get_array())  # the plot's own colour of every cell
+    assert [h for h, _ in header[1:]] == plots.short_labels([str(c) for c in grid.columns])
+    assert [row[0][0] for row in body] == grid.rows
+    styles = page.attrs["heatmap"][1:]
+    grey = 0
+    for i, row in enumerate(body):
+        for j, (text, _) in enumerate(row[1:]):
+            v = grid.values[i, j]
+            assert text == ("" if v != v else f"{v:.2f}")
+            style = styles[i][j + 1]["style"] or ""
+            assert style.startswith(f"background:{_hex(painted[i, j])}"), (i, j, style)
+            grey += v != v
+    assert grey == 2
+
+
+def test_an_html_report_never_draws_the_heatmap(tmp_path, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the HTML report drew the heatmap")
+
+    monkeypatch.setattr(plots, "task_heatmap", refuse)
+    trials = mk.trials_from_frame(_crowded(), task="task", candidate="who", reward="ok")
+    assert 'id="heatmap"' in html.report(trials, tmp_path / "r.html").read_text()
+    with pytest.raises(AssertionError, match="drew the heatmap"):
+        html.report(trials, tmp_path / "r.md")  # Markdown has no coloured cells: a PNG
