@@ -20,12 +20,12 @@ Where that time goes: the same command run in a fresh process with each phase ti
 best of ``--repeat`` such runs). ``imports`` is every module loaded during the command,
 wherever the import happens (a lazy import inside a statistic counts here, not under
 statistics); ``load`` reads the job, ``statistics`` is every number of the report,
-``plots`` builds and renders the three figures (PNG), ``HTML`` renders the template; the
-interpreter's own start is measured apart (``python -c pass``). Each phase is given in wall
-time and in CPU time (steadier when other processes share the machine). Baselines measured
-in the same run: the whole report against ``python -c "import numpy, pandas,
-matplotlib"``; its imports against those it cannot avoid (``import numpy, pandas,
-scipy.special, jinja2`` and matplotlib's Figure with the Agg canvas, which is how the
+``plots`` builds and renders the two figures (PNG), ``HTML`` renders the template (with the
+heatmap, an HTML table of coloured cells); the interpreter's own start is measured apart
+(``python -c pass``). Each phase is given in wall time and in CPU time (steadier when other
+processes share the machine). Baselines measured in the same run: the whole report against
+``python -c "import numpy, pandas, matplotlib"``; its imports against those it cannot avoid
+(``import numpy, pandas, scipy.special, jinja2`` and matplotlib's Figure with the Agg canvas, which is how the
 report draws: pyplot is never imported) and against those of a pyplot report
 (``import numpy, pandas, matplotlib.pyplot``); and ``import scipy.stats`` against
 ``import scipy.special`` (what a report pays while a module it runs imports
@@ -242,7 +242,7 @@ def main() -> None:
         report_s = _wall(command, args.repeat)
         summarize_s = _wall([str(bin_dir / "metrickit"), "summarize", str(JOB)], args.repeat)
         bare_s = _wall([*python, "import numpy, pandas, matplotlib"], args.repeat)
-    rows.append(row("metrickit report on the example job (960 trials, 6 candidates, 3 plots)",
+    rows.append(row("metrickit report on the example job (960 trials, 6 candidates, 2 plots, 1 heatmap table)",
                     report_s, "metrickit summarize on the same job", summarize_s,
                     note=f"best of {args.repeat}, new process each"))
     rows.append(row("metrickit report on the example job, against the bare imports",
@@ -265,7 +265,7 @@ def main() -> None:
                     "import numpy, pandas, matplotlib.pyplot", floor_s - start_s,
                     note="what a pyplot report pays"))
     for phase, what in (("load", "read the job"), ("statistics", "every number"),
-                        ("plots", "3 figures, drawn and PNG-encoded"),
+                        ("plots", "2 figures drawn and PNG-encoded; the heatmap table is HTML"),
                         ("HTML", "the template"), ("other", "arguments, spec file, writing")):
         rows.append(row(f"  report: {phase} ({what})", split[phase], "", float("nan"),
                         note=f"CPU {split[phase + ' cpu']:.2f} s"))
