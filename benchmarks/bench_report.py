@@ -25,8 +25,9 @@ heatmap, an HTML table of coloured cells); the interpreter's own start is measur
 (``python -c pass``). Each phase is given in wall time and in CPU time (steadier when other
 processes share the machine). Baselines measured in the same run: the whole report against
 ``python -c "import numpy, pandas, matplotlib"``; its imports against those it cannot avoid
-(``import numpy, pandas, scipy.special, jinja2`` and matplotlib's Figure with the Agg canvas, which is how the
-report draws: pyplot is never imported) and against those of a pyplot report
+(``import numpy, pandas, scipy.special, jinja2`` and matplotlib's Figure with the Agg
+canvas, which is how the report draws: pyplot is never imported) and against those of a
+pyplot report
 (``import numpy, pandas, matplotlib.pyplot``); and ``import scipy.stats`` against
 ``import scipy.special`` (what a report pays while a module it runs imports
 ``scipy.stats``; ``metrickit._core.dist`` gives the distributions the report needs from
@@ -242,7 +243,8 @@ def main() -> None:
         report_s = _wall(command, args.repeat)
         summarize_s = _wall([str(bin_dir / "metrickit"), "summarize", str(JOB)], args.repeat)
         bare_s = _wall([*python, "import numpy, pandas, matplotlib"], args.repeat)
-    rows.append(row("metrickit report on the example job (960 trials, 6 candidates, 2 plots, 1 heatmap table)",
+    rows.append(row("metrickit report on the example job"
+                    " (960 trials, 6 candidates, 2 plots, 1 heatmap table)",
                     report_s, "metrickit summarize on the same job", summarize_s,
                     note=f"best of {args.repeat}, new process each"))
     rows.append(row("metrickit report on the example job, against the bare imports",
