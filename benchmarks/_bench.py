@@ -24,10 +24,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_child(args: list[str]) -> dict[str, Any]:
-    """Run ``python <args>`` in a fresh process; its last stdout line is a JSON object."""
+def run_child(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``python <args>`` in a fresh process (``env``: its environment, default this
+    one's); its last stdout line is a JSON object."""
     out = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, check=False
+        [sys.executable, *args], capture_output=True, text=True, check=False, env=env
     )
     if out.returncode != 0:
         raise RuntimeError(f"benchmark child {args} failed:\n{out.stderr[-3000:]}")

@@ -138,16 +138,30 @@ class Table:
 
 @dataclass
 class Figure:
-    """A plot as PNG bytes; ``path`` is where the Markdown variant puts the file."""
+    """A plot as PNG bytes; ``path`` is where the Markdown variant puts the file.
+
+    ``drawing`` gives the PNG and its width and height in pixels: a drawing begun in the
+    report's drawing process (:func:`metrickit.reporting.painter.later`), awaited the first
+    time the page asks for it."""
 
     name: str
     caption: str
     alt: str
-    png: bytes
-    width: int
-    height: int
+    drawing: Callable[[], tuple[bytes, int, int]] = field(repr=False)
     path: str = ""
     kind: str = "figure"
+
+    @property
+    def png(self) -> bytes:
+        return self.drawing()[0]
+
+    @property
+    def width(self) -> int:
+        return self.drawing()[1]
+
+    @property
+    def height(self) -> int:
+        return self.drawing()[2]
 
     @property
     def data_uri(self) -> str:
@@ -171,6 +185,8 @@ class Heatmap:
     grid: Any  # plots.TaskGrid
     value: str
     draw: Callable[[], Figure]
+    #: the cells' colours, the scale's and its top (:func:`_heatmap_rgb`), maybe drawing
+    colours: Callable[[], tuple[Any, Any, float]] = field(repr=False)
     kind: str = "heatmap"
 
     @functools.cached_property
@@ -187,10 +203,10 @@ class Heatmap:
         is (text, style, hover text)."""
         import numpy as np
 
-        from metrickit.reporting.plots import heatmap_colours, short_labels
+        from metrickit.reporting.plots import short_labels
 
         g = self.grid
-        rgb = heatmap_colours(g.values)
+        rgb = self.colours()[0]
         light = (rgb @ np.array([0.299, 0.587, 0.114])) > 0.55  # dark text on a light cell
         hexes = [[f"#{r:02x}{gr:02x}{b:02x}" for r, gr, b in row]
                  for row in np.rint(rgb * 255).astype(int).tolist()]
@@ -215,10 +231,7 @@ class Heatmap:
         """The colour scale as a CSS gradient, and its top value."""
         import numpy as np
 
-        from metrickit.reporting.plots import heatmap_colours, heatmap_top
-
-        top = heatmap_top(self.grid.values)
-        stops = heatmap_colours(np.linspace(0, top, 11)[None, :], top=top)[0]
+        _, stops, top = self.colours()
         colours = ", ".join(f"rgb({r},{g},{b})" for r, g, b in
                             np.rint(stops * 255).astype(int).tolist())
         return f"background:linear-gradient(to right, {colours})", f"{top:g}"
@@ -452,9 +465,21 @@ def _png(ax: Any) -> tuple[bytes, int, int]:
     return buffer.getvalue(), width, height
 
 
-def _figure(name: str, caption: str, alt: str, ax: Any) -> Figure:
-    png, width, height = _png(ax)
-    return Figure(name, caption, alt, png, width, height)
+def _drawn_png(plot: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bytes, int, int]:
+    """``plot(*args, **kwargs)`` drawn offscreen, as :func:`_png` gives it."""
+    from metrickit.reporting import plots
+
+    with plots.offscreen():
+        return _png(plot(*args, **kwargs))
+
+
+def _figure(name: str, caption: str, alt: str, plot: Callable[..., Any], *args: Any,
+            **kwargs: Any) -> Figure:
+    """The figure ``plot(*args, **kwargs)`` draws, begun in the report's drawing process
+    where there is one (:mod:`metrickit.reporting.painter`)."""
+    from metrickit.reporting.painter import later
+
+    return Figure(name, caption, alt, later(_drawn_png, plot, *args, **kwargs))
 
 
 # -- sections --------------------------------------------------------------------------------
@@ -725,15 +750,15 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
     against = _against_leader(versus, d.value)
     if against is not None:
         section.blocks.append(against)
-    # the bars draw the table's numbers (breakdown, computed once above)
-    ax = plots.candidate_bars(None, column=d.value, by=d.by, cluster="task", best=best,
-                              means=table)
     colours = ("" if len(ranked) < 2 else
                "; orange: best at 95 %, gold: tied for best")
+    # the bars draw the table's numbers (breakdown, computed once above)
     section.blocks.append(_figure(
         "candidates", f"Mean {d.value} per candidate with 95 % task-clustered intervals"
         f"{colours}.",
-        f"bar chart of mean {d.value} per candidate", ax))
+        f"bar chart of mean {d.value} per candidate",
+        plots.candidate_bars, None, column=d.value, by=d.by, cluster="task", best=best,
+        means=table))
     return section, ranking, versus
 
 
@@ -792,9 +817,10 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     means = plots.candidate_means(frame, columns, by=d.by, cluster=_LABEL, maximize=(d.value,),
                                   minimize=("total_ms", "cost_usd"))
     front = plots.pareto_front(means, maximize=(d.value,), minimize=("total_ms", "cost_usd"))
-    ax = plots.tradeoff(frame, x="total_ms", y=d.value, color=cost, by=d.by, cluster=_LABEL,
-                        highlight=best[0] if len(best) == 1 else None,
-                        tied=best if len(best) > 1 else None, means=means)
+    figure = _figure("tradeoff", "", f"scatter of mean {d.value} against time per trial",
+                     plots.tradeoff, frame, x="total_ms", y=d.value, color=cost, by=d.by,
+                     cluster=_LABEL, highlight=best[0] if len(best) == 1 else None,
+                     tied=best if len(best) > 1 else None, means=means)
     caption = (f"Mean {d.value} against time per trial" + (", colour: cost per trial" if cost
                                                             else "")
                + "; whiskers: 95 % intervals; ringed and joined: the Pareto front, with each "
@@ -804,8 +830,8 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
         "also at least as fast" + (" and as cheap" if cost else "") + ". The front is an "
         "estimate: P(front) is the share of draws of the means in which the candidate is "
         "on it."])
-    section.blocks.append(_figure("tradeoff", caption,
-                                  f"scatter of mean {d.value} against time per trial", ax))
+    figure.caption = caption
+    section.blocks.append(figure)
     rows = []
     marks = []
     order = np.argsort(-means[d.value].to_numpy(dtype=float), kind="stable")
@@ -835,6 +861,7 @@ def _task_named(frame: Any) -> tuple[Any, str]:
 
 def _heatmap(d: _Data) -> Section:
     from metrickit.reporting import plots
+    from metrickit.reporting.painter import later
 
     frame, task = _task_named(d.finished)
     grid = plots.task_grid(frame, task=task, by=d.by, value=d.value)
@@ -849,12 +876,24 @@ def _heatmap(d: _Data) -> Section:
     alt = f"heatmap of mean {d.value} per task and candidate"
 
     def draw() -> Figure:
-        with plots.offscreen():
-            ax = plots.task_heatmap(frame, task=task, by=d.by, value=d.value, grid=grid)
-            return _figure("heatmap", caption, alt, ax)
+        return _figure("heatmap", caption, alt, plots.task_heatmap, frame, task=task, by=d.by,
+                       value=d.value, grid=grid)
 
-    return Section("tasks", "Tasks", text=text,
-                   blocks=[Heatmap("heatmap", caption, alt, grid, d.value, draw)])
+    heatmap = Heatmap("heatmap", caption, alt, grid, d.value, draw,
+                      later(_heatmap_rgb, grid.values))
+    return Section("tasks", "Tasks", text=text, blocks=[heatmap])
+
+
+def _heatmap_rgb(values: Any) -> tuple[Any, Any, float]:
+    """The colours of the heatmap's cells and of its scale's 11 stops (RGB in [0, 1]), and
+    the scale's top: the plot's own (:func:`metrickit.reporting.plots.heatmap_colours`)."""
+    import numpy as np
+
+    from metrickit.reporting.plots import heatmap_colours, heatmap_top
+
+    top = heatmap_top(values)
+    return (heatmap_colours(values, top=top),
+            heatmap_colours(np.linspace(0, top, 11)[None, :], top=top)[0], top)
 
 
 def _flips(d: _Data, v: _Versus | None) -> Section:
@@ -1138,14 +1177,13 @@ def _trial_files(d: _Data) -> tuple[list[Path], list[Path]]:
     return [job for job, is_job in jobs.items() if is_job], list(logs)
 
 
-def _task_checksums(d: _Data) -> dict[str, dict[str, int]]:
-    """``{task: {checksum: trials}}`` from the trials' ``result.json``."""
+def _task_checksums(folders: Sequence[Any], tasks: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """``{task: {checksum: trials}}`` from the trials' ``result.json`` (``folders``, the
+    trial table's ``trial_dir``; ``tasks``, their task labels)."""
     from metrickit.io.harbor_trials import load_json
 
     found: dict[str, dict[str, int]] = {}
-    if "trial_dir" not in d.all:
-        return found
-    for folder, task in zip(d.all["trial_dir"], d.all[_LABEL], strict=True):
+    for folder, task in zip(folders, tasks, strict=True):
         if not isinstance(folder, str):
             continue
         obj = load_json(Path(folder) / "result.json")
@@ -1166,7 +1204,10 @@ def _inspect_version(log: Path) -> str | None:
     return str(packages.get("inspect_ai")) if packages.get("inspect_ai") else None
 
 
-def _provenance(d: _Data, command: str, process: str, generated: str) -> Section:
+def _provenance(d: _Data, command: str, process: str, generated: str,
+                task_checksums: Callable[[], dict[str, dict[str, int]]]) -> Section:
+    """The provenance section; ``task_checksums`` gives :func:`_task_checksums` of the
+    trials (begun in the drawing process: it reads every trial's ``result.json`` again)."""
     import platform
 
     section = Section("provenance", "Provenance")
@@ -1215,7 +1256,7 @@ def _provenance(d: _Data, command: str, process: str, generated: str) -> Section
     if not jobs and not logs:
         section.notes.append("the trials name no job folder or log file (a table built in "
                              "Python): there is nothing to hash")
-    checksums = _task_checksums(d) if jobs else {}
+    checksums = task_checksums() if jobs else {}
     if checksums:
         rows = [[task, checksum, _int(n)]
                 for task, seen in sorted(checksums.items()) for checksum, n in seen.items()]
@@ -1291,22 +1332,27 @@ def build_sections(
 
 def _build_sections(trials: Any, *, value: str | None, spec: Any, by: str, command: str,
                     spec_source: str) -> dict[str, Any]:
+    from metrickit.reporting.painter import later
+
     datas = _prepare(trials, value, by)
     d = datas[0]  # the value ranked first: the costs and the spec read it
+    checksums = (later(_task_checksums, d.all["trial_dir"].tolist(), d.all[_LABEL].tolist())
+                 if "trial_dir" in d.all else dict)
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     n_tasks = int(d.all[_LABEL].nunique())
     headlines, rest = [], []
     for i, x in enumerate(datas):
         headline, _, versus = _headline(x)
         best = versus.best if versus is not None else []
-        keyed = [_pass_at_k(x), _tradeoff(x, best), _heatmap(x), _flips(x, versus)]
+        tradeoff = _tradeoff(x, best)  # before pass@k: its drawing is the longest
+        keyed = [_pass_at_k(x), tradeoff, _heatmap(x), _flips(x, versus)]
         headlines += _keyed([headline], x.value, len(datas), i)
         rest += _keyed([k for k in keyed if k is not None], x.value, len(datas), i)
     sections = [_overview(datas, n_tasks), *headlines, *rest, _errors(d), _costs(d)]
     if spec is not None:
         sections.append(_spec_section(d, spec, spec_source))
     process = shlex.join(sys.argv) if sys.argv and sys.argv[0] else ""
-    sections.append(_provenance(d, command, process, generated))
+    sections.append(_provenance(d, command, process, generated, checksums))
     return {
         "sections": sections,
         "value": ", ".join(x.value for x in datas),
@@ -1520,18 +1566,24 @@ def run_report(
     reads the file's REWARD_SPEC); ``command`` is recorded under provenance (default:
     ``sys.argv``).
     """
-    import matplotlib
+    from metrickit.reporting.painter import painting
 
-    matplotlib.use("Agg")
     _check_output(Path(args.output))  # before the sources are read
-    spec = None
-    if args.spec is not None:
-        if spec_loader is None:
-            raise MetrickitError("--spec needs a spec loader: run it as `metrickit report`")
-        spec = spec_loader(args.spec)
-    trials = load_sources(args.sources, value=args.value, by=args.by)
-    written = report(trials, args.output, value=args.value, spec=spec, title=args.title,
-                     by=args.by, command=command or shlex.join(sys.argv),
-                     spec_source=str(args.spec) if args.spec else "")
+    # the figures are drawn in a second process while this one reads and computes, where
+    # that is safe (see metrickit.reporting.painter)
+    with painting() as forked:
+        if not forked:  # drawn here: never with a backend that opens windows
+            import matplotlib
+
+            matplotlib.use("Agg")
+        spec = None
+        if args.spec is not None:
+            if spec_loader is None:
+                raise MetrickitError("--spec needs a spec loader: run it as `metrickit report`")
+            spec = spec_loader(args.spec)
+        trials = load_sources(args.sources, value=args.value, by=args.by)
+        written = report(trials, args.output, value=args.value, spec=spec, title=args.title,
+                         by=args.by, command=command or shlex.join(sys.argv),
+                         spec_source=str(args.spec) if args.spec else "")
     print(f"wrote {written}")
     return 0

@@ -11,6 +11,8 @@ import pytest
 from report_page import Page
 from report_page import parse as _parse
 
+from metrickit.reporting.painter import NO_FORK
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,6 +51,7 @@ def spy(name: str) -> Iterator[list[Any]]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plots, name, record)
+        mp.setenv(NO_FORK, "1")  # drawn in this process, where the spy sees it
         yield drawn
 
 
