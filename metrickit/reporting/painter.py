@@ -79,9 +79,22 @@ def painting() -> Iterator[bool]:
     token = _PAINTER.set(pool)
     try:
         yield True
+    except BaseException:
+        _stop(pool)  # an error or Ctrl-C: nothing it draws is wanted, and exit waits for it
+        raise
     finally:
         _PAINTER.reset(token)
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the drawing process now, whatever it is doing."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def later(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
@@ -112,6 +125,9 @@ def _awaited(future: Future[T], fn: Callable[..., T], args: tuple[Any, ...],
 def _warm() -> None:
     """In the child: matplotlib and the plots imported, and one text drawn (the font
     loaded), while the parent reads the sources."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's, which ends this
     import matplotlib
 
     matplotlib.use("Agg")

@@ -77,6 +77,32 @@ _STAMPS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|<tr><td class=\"name\">(c
 
 
 @needs_fork
+def test_an_error_ends_the_drawing_process_at_once():
+    """An error in the report (a source that cannot be read, Ctrl-C) leaves nothing drawing:
+    the child, in the middle of a 30 s call, ends when the error leaves ``painting``."""
+    run = _python("""
+        import os, time
+        from metrickit.reporting.painter import later, painting
+
+        try:
+            with painting():
+                pid = later(os.getpid)()
+                later(time.sleep, 30)
+                raise RuntimeError("a source that cannot be read")
+        except RuntimeError:
+            pass
+        start = time.monotonic()
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # reaped already
+            pass
+        print(time.monotonic() - start)
+    """)
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout.split()[-1]) < 10
+
+
+@needs_fork
 def test_the_report_drawn_in_a_second_process_is_the_report_drawn_here(demo_report, tmp_path):
     """`make demo`'s report as the command writes it (forked; the parent never imports
     matplotlib) against the same report written in pytest's process (no fork): the same
