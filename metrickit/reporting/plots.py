@@ -551,9 +551,10 @@ def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,
         taken.append(_box(centre, size))
         kept.append(text)
         if lead:
-            arrows.append(ax.annotate("", xy=inverse.transform(point),
-                                      xytext=text.get_position(),
-                                      arrowprops={**_LEADER, "patchA": text, "shrinkB": 4}))
+            arrow = ax.annotate("", xy=inverse.transform(point), xytext=text.get_position(),
+                                arrowprops={**_LEADER, "patchA": text, "shrinkB": 4})
+            arrow.set_in_layout(False)  # inside the Axes, as its label
+            arrows.append(arrow)
     return kept
 
 
@@ -937,7 +938,12 @@ def _label_points(ax: Any, d: _TradeoffData, o: TradeoffOptions) -> tuple[list[A
         pf = p_front[i]
         shown = np.isfinite(pf) and (d.front[i] or pf >= 0.05)
         text = f"{d.names[i]} ({share(pf)})" if shown else d.names[i]
-        texts.append(ax.text(d.xs[i], d.ys[i], text, fontsize=7.5, zorder=6, gid=str(i)))
+        label = ax.text(d.xs[i], d.ys[i], text, fontsize=7.5, zorder=6, gid=str(i))
+        # Placed inside the Axes, a label needs no room of the layout; counted, one that
+        # sticks out before it is placed would narrow the Axes in the layout the spots are
+        # measured in, and the draw's layout (the label then inside) would widen it again.
+        label.set_in_layout(False)
+        texts.append(label)
     return _place_labels(ax, texts, d.xs, d.ys, _marker_sizes(d, o))
 
 
