@@ -817,20 +817,19 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
     means = plots.candidate_means(frame, columns, by=d.by, cluster=_LABEL, maximize=(d.value,),
                                   minimize=("total_ms", "cost_usd"))
     front = plots.pareto_front(means, maximize=(d.value,), minimize=("total_ms", "cost_usd"))
-    figure = _figure("tradeoff", "", f"scatter of mean {d.value} against time per trial",
-                     plots.tradeoff, frame, x="total_ms", y=d.value, color=cost, by=d.by,
-                     cluster=_LABEL, highlight=best[0] if len(best) == 1 else None,
-                     tied=best if len(best) > 1 else None, means=means)
     caption = (f"Mean {d.value} against time per trial" + (", colour: cost per trial" if cost
                                                             else "")
                + "; whiskers: 95 % intervals; ringed and joined: the Pareto front, with each "
                "candidate's probability of being on it.")
+    figure = _figure("tradeoff", caption, f"scatter of mean {d.value} against time per trial",
+                     plots.tradeoff, frame, x="total_ms", y=d.value, color=cost, by=d.by,
+                     cluster=_LABEL, highlight=best[0] if len(best) == 1 else None,
+                     tied=best if len(best) > 1 else None, means=means)
     section = Section("tradeoff", "Trade-off", text=[
         f"A candidate is on the Pareto front when no other has a higher {d.value} and is "
         "also at least as fast" + (" and as cheap" if cost else "") + ". The front is an "
         "estimate: P(front) is the share of draws of the means in which the candidate is "
         "on it."])
-    figure.caption = caption
     section.blocks.append(figure)
     rows = []
     marks = []
@@ -1322,12 +1321,9 @@ def build_sections(
         No trial, no value column, a value missing on every trial, or a spec that is not a
         :class:`metrickit.RewardSpec`.
     """
-    from metrickit.reporting import plots
-
     _check_spec(spec)
-    with plots.offscreen():  # figures for the page only: pyplot never sees them
-        return _build_sections(trials, value=value, spec=spec, by=by, command=command,
-                               spec_source=spec_source)
+    return _build_sections(trials, value=value, spec=spec, by=by, command=command,
+                           spec_source=spec_source)
 
 
 def _build_sections(trials: Any, *, value: str | None, spec: Any, by: str, command: str,
