@@ -470,7 +470,9 @@ def _drawn_png(plot: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[byt
     from metrickit.reporting import plots
 
     with plots.offscreen():
-        return _png(plot(*args, **kwargs))
+        drawn = plot(*args, **kwargs)
+        plots.keep_layout(getattr(drawn, "figure", drawn))  # placed labels stay where placed
+        return _png(drawn)
 
 
 def _figure(name: str, caption: str, alt: str, plot: Callable[..., Any], *args: Any,
@@ -665,16 +667,35 @@ def _against_leader(v: _Versus | None, value: str) -> Table | None:
         f"interval may exclude 0 where the adjusted test does not){bounds}.")
 
 
-def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
-    """The candidates table, the ranking (``compare_metrics``), each candidate against the
-    leader (:func:`_versus`, which decides the verdict) and the bar chart."""
+@dataclass
+class _Ranked:
+    """A value's candidates summarised (``breakdown``) and ranked (``compare_metrics``), with
+    the candidates that may be best at 95 % (:func:`_order`)."""
+
+    table: Any
+    ranking: Any
+    ranked: Any  # ranking.table by group
+    best: list[Any]
+
+
+def _rank(d: _Data) -> _Ranked:
+    """What the verdict and the plots' highlights need, before the comparisons with the
+    leader (:func:`_versus`), so that the drawings can begin while those are computed."""
     from metrickit.compute.metrics import compare_metrics
     from metrickit.compute.stats import breakdown
-    from metrickit.reporting import plots
 
     table = breakdown(d.finished, by=d.by, value=d.value)
     ranking = compare_metrics(d.valued, {d.value: d.value}, by=d.by, cluster=_LABEL)
     ranked = ranking.table.set_index("group")
+    return _Ranked(table, ranking, ranked, _order(ranked)[1])
+
+
+def _headline(d: _Data, ranks: _Ranked) -> tuple[Section, _Versus | None]:
+    """The candidates table, the ranking (:func:`_rank`), each candidate against the
+    leader (:func:`_versus`, which decides the verdict) and the bar chart."""
+    from metrickit.reporting import plots
+
+    table, ranking, ranked = ranks.table, ranks.ranking, ranks.ranked
     versus = _versus(d.valued, d.value, d.by, ranked)
     best = versus.best if versus is not None else []
     position = {name: i for i, name in enumerate(
@@ -759,7 +780,7 @@ def _headline(d: _Data) -> tuple[Section, Any, _Versus | None]:
         f"bar chart of mean {d.value} per candidate",
         plots.candidate_bars, None, column=d.value, by=d.by, cluster="task", best=best,
         means=table))
-    return section, ranking, versus
+    return section, versus
 
 
 def _pass_at_k(d: _Data) -> Section:
@@ -1338,9 +1359,11 @@ def _build_sections(trials: Any, *, value: str | None, spec: Any, by: str, comma
     n_tasks = int(d.all[_LABEL].nunique())
     headlines, rest = [], []
     for i, x in enumerate(datas):
-        headline, _, versus = _headline(x)
-        best = versus.best if versus is not None else []
-        tradeoff = _tradeoff(x, best)  # before pass@k: its drawing is the longest
+        ranked = _rank(x)
+        # the trade-off's drawing is the longest: it begins before the comparisons with the
+        # leader, which it does not need
+        tradeoff = _tradeoff(x, ranked.best)
+        headline, versus = _headline(x, ranked)
         keyed = [_pass_at_k(x), tradeoff, _heatmap(x), _flips(x, versus)]
         headlines += _keyed([headline], x.value, len(datas), i)
         rest += _keyed([k for k in keyed if k is not None], x.value, len(datas), i)

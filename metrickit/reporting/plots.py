@@ -36,6 +36,7 @@ import functools
 import math
 import textwrap
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -509,6 +510,26 @@ def _lay_out(fig: Any) -> None:
         fig.draw_without_rendering()
     else:
         engine.execute(fig)
+        _LAID_OUT.add(fig)
+
+
+#: Figures whose layout engine :func:`_lay_out` ran for placing labels, the last change a
+#: plot makes to what the layout reads (labels and leader lines take no room in it).
+_LAID_OUT: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def keep_layout(fig: Any) -> bool:
+    """Draw a figure that a plot function has just returned in the layout its labels were
+    placed in, without the draw laying it out again (the same positions, to a hundred
+    thousandth of the figure's width; a constrained layout of the trade-off plot takes
+    half its drawing time). Returns whether it did; a figure whose labels were not placed
+    is left as it is. For a figure drawn once (a PNG): the layout no longer follows a
+    change of size or content."""
+    if fig not in _LAID_OUT:
+        return False
+    fig.set_layout_engine("none")  # a placeholder: colorbars keep their constrained kind
+    _LAID_OUT.discard(fig)
+    return True
 
 
 def _repair_labels(ax: Any, texts: list[Any], xs: Any, ys: Any, sizes: Any,

@@ -189,6 +189,43 @@ def test_tradeoff_labels_are_placed_in_the_layout_that_is_drawn(cases):
     assert np.allclose(drawn, placed, rtol=0, atol=1e-3), (drawn, placed)  # a pixel: 1.3e-3
 
 
+def test_a_kept_layout_is_drawn_where_the_labels_were_placed_and_not_laid_out_again(
+        cases, monkeypatch):
+    """The report draws the trade-off once in the layout its labels were placed in
+    (``keep_layout``): one constrained layout instead of two, the same Axes, every label
+    still inside the Axes and off every other label in the drawn picture."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute",
+                        lambda self, fig: (runs.append(fig), execute(self, fig))[1])
+    best = cases.groupby("candidate")["accuracy"].mean().idxmax()
+    ax = plots.tradeoff(cases, highlight=best)
+    placed = [a.get_position(original=True).bounds for a in ax.figure.axes]
+    assert len(runs) == 1  # placing the labels laid it out
+    assert plots.keep_layout(ax.figure)
+    ax.figure.canvas.draw()
+    assert len(runs) == 1  # the draw did not lay it out again
+    drawn = [a.get_position(original=True).bounds for a in ax.figure.axes]
+    assert drawn == placed
+    inside = ax.get_window_extent()
+    boxes = [t.get_window_extent() for t in ax.texts if t.get_text()]
+    assert len(boxes) == cases["candidate"].nunique()
+    for i, box in enumerate(boxes):
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, ax.texts[i].get_text()
+        assert inside.y0 <= box.y0 and box.y1 <= inside.y1, ax.texts[i].get_text()
+        assert not any(box.overlaps(other) for other in boxes[:i]), ax.texts[i].get_text()
+
+
+def test_keep_layout_leaves_a_figure_whose_labels_were_not_placed(cases):
+    """A bar chart places no labels: it keeps its layout engine, and is laid out when drawn."""
+    ax = plots.candidate_bars(cases, column="accuracy")
+    engine = ax.figure.get_layout_engine()
+    assert not plots.keep_layout(ax.figure)
+    assert ax.figure.get_layout_engine() is engine
+
+
 def test_distribution_legend_sits_outside_the_boxes(cases):
     ax = plots.reward_distribution(cases, column="accuracy")
     fig = ax.figure
