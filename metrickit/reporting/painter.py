@@ -135,7 +135,7 @@ def _warm() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import pandas  # noqa: F401  (the arguments' frames)
+    import pandas  # the arguments' frames
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -144,3 +144,11 @@ def _warm() -> None:
     figure = Figure(figsize=(1, 1))
     figure.text(0.5, 0.5, "0.5")
     FigureCanvasAgg(figure).draw()
+    # what the first figure would otherwise load after the parent sends it, while this
+    # process waits for the ranking: narwhals' pandas backend (the plots read their frames
+    # through it, 60-80 ms) and the image plugins of the first PNG
+    import narwhals
+    from PIL import Image
+
+    narwhals.from_native(pandas.DataFrame({"x": [0.5]})).get_column("x").to_list()
+    Image.preinit()
