@@ -6,7 +6,9 @@ seeds the scripts use to generate their data, and prints one Markdown table:
 
     operation | metrickit | baseline | ratio | peak memory
 
-``ratio`` is baseline time / metrickit time (above 1: metrickit is faster). Peak memory is
+``ratio`` is baseline time / metrickit time (above 1: metrickit is faster). A row that
+measures a size (``bench_install.py``: ``value``, ``unit``, ``goal``) shows the size against
+its goal, and ``ratio`` is goal / size (above 1: within the goal). Peak memory is
 the metrickit side's peak RSS as the script measured it (with the baseline's in
 brackets); for a script that reports none, the peak RSS of the whole script process.
 
@@ -99,6 +101,11 @@ def _seconds(obj: dict[str, Any], side: str) -> float | None:
 
 
 def _normalise(obj: dict[str, Any], process_peak: float | None) -> dict[str, Any]:
+    if obj.get("value") is not None:  # a size against its goal, not a time
+        value, goal, unit = float(obj["value"]), float(obj["goal"]), obj["unit"]
+        return {"operation": obj["operation"], "size": f"{value:,.2f} {unit}",
+                "goal": f"goal: at most {goal:,g} {unit}", "ratio": goal / value if value
+                else None, "note": obj.get("note", "")}
     mine, base = _seconds(obj, "metrickit"), _seconds(obj, "baseline")
     peak = obj.get("peak_mb")
     return {
@@ -134,6 +141,10 @@ def table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['operation']} | failed: {r['error']} | | | |")
             continue
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        if "size" in r:  # ratio: goal / size (above 1: within the goal)
+            lines.append(f"| {r['operation']}; {r['note']} | {r['size']} | {r['goal']} | "
+                         f"{ratio} | - |")
+            continue
         base = f"{_time(r['baseline_s'])} ({r['baseline']})" if r["baseline"] else "-"
         peak = _mb(r["peak_mb"])
         if r["peak_is_process"] and r["peak_mb"] is not None:
@@ -165,7 +176,8 @@ def main() -> None:
     mode = "quick" if args.quick else "full"
     print(f"metrickit benchmarks ({mode} sizes), {stamp}")
     print(f"machine: {machine()}")
-    print("ratio = baseline time / metrickit time (above 1: metrickit is faster)\n")
+    print("ratio = baseline time / metrickit time (above 1: metrickit is faster); for a "
+          "size, goal / size (above 1: within the goal)\n")
     print(table(rows))
     if args.json:
         for r in rows:
