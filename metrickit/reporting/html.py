@@ -470,9 +470,17 @@ def _drawn_png(plot: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[byt
     from metrickit.reporting import plots
 
     with plots.offscreen():
-        drawn = plot(*args, **kwargs)
-        plots.keep_layout(getattr(drawn, "figure", drawn))  # placed labels stay where placed
-        return _png(drawn)
+        return _png(plot(*args, **kwargs))
+
+
+def _placed_tradeoff(*args: Any, **kwargs: Any) -> Any:
+    """:func:`metrickit.reporting.plots.tradeoff`, drawn in the layout its labels were
+    placed in (:func:`~metrickit.reporting.plots.keep_layout`): the report draws it once."""
+    from metrickit.reporting import plots
+
+    ax = plots.tradeoff(*args, **kwargs)
+    plots.keep_layout(ax.figure)
+    return ax
 
 
 def _figure(name: str, caption: str, alt: str, plot: Callable[..., Any], *args: Any,
@@ -843,7 +851,7 @@ def _tradeoff(d: _Data, best: list[Any]) -> Section | None:
                + "; whiskers: 95 % intervals; ringed and joined: the Pareto front, with each "
                "candidate's probability of being on it.")
     figure = _figure("tradeoff", caption, f"scatter of mean {d.value} against time per trial",
-                     plots.tradeoff, frame, x="total_ms", y=d.value, color=cost, by=d.by,
+                     _placed_tradeoff, frame, x="total_ms", y=d.value, color=cost, by=d.by,
                      cluster=_LABEL, highlight=best[0] if len(best) == 1 else None,
                      tied=best if len(best) > 1 else None, means=means)
     section = Section("tradeoff", "Trade-off", text=[

@@ -519,7 +519,7 @@ _LAID_OUT: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def keep_layout(fig: Any) -> bool:
-    """Draw a figure that a plot function has just returned in the layout its labels were
+    """Draw a figure that :func:`tradeoff` has just returned in the layout its labels were
     placed in, without the draw laying it out again (the same positions, to a hundred
     thousandth of the figure's width; a constrained layout of the trade-off plot takes
     half its drawing time). Returns whether it did; a figure whose labels were not placed

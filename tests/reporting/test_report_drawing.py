@@ -133,6 +133,29 @@ def test_build_sections_draws_its_figures_offscreen() -> None:
     assert set(plt.get_fignums()) == before
 
 
+def test_the_reports_figures_are_laid_out_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar chart is laid out by its draw; the trade-off by its label placement, and then
+    drawn in that layout (plots.keep_layout): two constrained layouts, where the draw of the
+    trade-off used to run a third."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    runs: list[object] = []
+    execute = ConstrainedLayoutEngine.execute
+
+    def counted(self: ConstrainedLayoutEngine, fig: object) -> object:
+        runs.append(fig)
+        return execute(self, fig)
+
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", counted)
+    trials = mk.trials_from_frame(_crowded(), task="task", candidate="who", reward="ok",
+                                  latency_ms="ms")
+    context = html.build_sections(trials)
+    figures = [b for s in context["sections"] for b in s.blocks if isinstance(b, html.Figure)]
+    assert [f.name for f in figures] == ["candidates", "tradeoff"]
+    assert all(f.png[:8] == b"\x89PNG\r\n\x1a\n" for f in figures)
+    assert len(runs) == 2 and runs[0] is not runs[1]
+
+
 def _hex(rgb) -> str:
     r, g, b = (round(float(v) * 255) for v in rgb[:3])
     return f"#{r:02x}{g:02x}{b:02x}"
