@@ -595,11 +595,11 @@ class _Versus:
                 + f" over {_count(cmp.n_tasks, 'paired task')} ({test})")
 
 
-def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
-    """Compare every candidate of ``ranked`` (``compare_metrics``' table by group) with the
-    leader by :func:`metrickit.compute.stats.compare_runs`: on the tasks both ran, a paired
-    t interval (cut to the range a difference can take) and test over them; Holm's
-    adjustment over the comparisons with the leader.
+def _versus(frame: Any, column: str, by: str, ranks: _Ranked) -> _Versus | None:
+    """Compare every candidate of ``ranks`` (:func:`_rank`) with the leader by
+    :func:`metrickit.compute.stats.compare_runs`: on the tasks both ran, a paired t interval
+    (cut to the range a difference can take) and test over them; Holm's adjustment over the
+    comparisons with the leader.
 
     The tie rule is ``compare_metrics``' ``best_group`` alone: the candidates that may be
     best at 95 % confidence (:func:`metrickit.compute.ranking.best_group`, a permutation
@@ -610,10 +610,9 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
     from metrickit.compute.stats import compare_runs
     from metrickit.errors import StatsError
 
-    if not len(ranked):
+    if not len(ranks.ranked):
         return None
-    names, best = _order(ranked)
-    leader, others = names[0], names[1:]
+    leader, others = ranks.names[0], ranks.names[1:]
     # only the columns the comparisons read: each compare_runs copies what it is given
     wanted = [by, _LABEL, column, f"_kind_{column}", "_status", "has_reward", "reward_valid",
               "trial_dir", "source", _TASK]
@@ -630,7 +629,7 @@ def _versus(frame: Any, column: str, by: str, ranked: Any) -> _Versus | None:
         left_out[name] = len(tasks[name] | tasks[leader]) - len(shared)
     pvalues = [runs[n].pvalue if runs[n] is not None else math.nan for n in others]
     p_holm = dict(zip(others, holm(pvalues).tolist(), strict=True))
-    return _Versus(leader, others, runs, p_holm, left_out, best)
+    return _Versus(leader, others, runs, p_holm, left_out, ranks.best)
 
 
 def _order(ranked: Any) -> tuple[list[Any], list[Any]]:
@@ -683,6 +682,7 @@ class _Ranked:
     table: Any
     ranking: Any
     ranked: Any  # ranking.table by group
+    names: list[Any]  # best-ranked first
     best: list[Any]
 
 
@@ -695,7 +695,7 @@ def _rank(d: _Data) -> _Ranked:
     table = breakdown(d.finished, by=d.by, value=d.value)
     ranking = compare_metrics(d.valued, {d.value: d.value}, by=d.by, cluster=_LABEL)
     ranked = ranking.table.set_index("group")
-    return _Ranked(table, ranking, ranked, _order(ranked)[1])
+    return _Ranked(table, ranking, ranked, *_order(ranked))
 
 
 def _headline(d: _Data, ranks: _Ranked) -> tuple[Section, _Versus | None]:
@@ -704,8 +704,8 @@ def _headline(d: _Data, ranks: _Ranked) -> tuple[Section, _Versus | None]:
     from metrickit.reporting import plots
 
     table, ranking, ranked = ranks.table, ranks.ranking, ranks.ranked
-    versus = _versus(d.valued, d.value, d.by, ranked)
-    best = versus.best if versus is not None else []
+    versus = _versus(d.valued, d.value, d.by, ranks)
+    best = ranks.best
     position = {name: i for i, name in enumerate(
         [] if versus is None else [versus.leader, *versus.others])}
     order = sorted(
