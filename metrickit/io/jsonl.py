@@ -166,24 +166,34 @@ def fast_blocks(
     offset = 0
     reading: tuple[bytes, _Reading] | None = None  # the block before this one
     with ExitStack() as stack:
-        for index, raw in enumerate(blocks):
+
+        def second_thread() -> ThreadPoolExecutor:
+            nonlocal pool
+            if pool is None:
+                pool = stack.enter_context(
+                    ThreadPoolExecutor(1, thread_name_prefix="metrickit-read")
+                )
+            return pool
+
+        for index, (raw, more) in enumerate(_ahead(blocks)):
             block = raw[len(BOM) :] if index == 0 and raw.startswith(BOM) else raw
             # A byte-order mark only counts at the start of the file; elsewhere it is part
             # of a (then invalid) line, and the exact path says so.
             here = None if BOM in block[:3] else prepare_fast(name, block, first=index == 0)
             if reading is None:
-                reading = (block, here)  # read once it is known whether a block follows
+                # the first block: polars reads it while this thread prepares the second,
+                # if there is one (a source of one block is read here, in one thread)
+                if more and isinstance(here, FastBlock):
+                    reading = (block, second_thread().submit(read_fast, here, set(), dense_cells))
+                else:
+                    reading = (block, here)
                 continue
             before, state = reading
             got = finish(state)
             if isinstance(got, FastRead) and got.frame is not None:
                 keys.update(got.frame.columns)
-            if pool is None:
-                pool = stack.enter_context(
-                    ThreadPoolExecutor(1, thread_name_prefix="metrickit-read")
-                )
             if isinstance(here, FastBlock):  # polars reads it in the second thread
-                reading = (block, pool.submit(read_fast, here, set(keys), dense_cells))
+                reading = (block, second_thread().submit(read_fast, here, set(keys), dense_cells))
             else:
                 reading = (block, here)
             parsed = check_fast(got) if isinstance(got, FastRead) else got
@@ -194,6 +204,17 @@ def fast_blocks(
             before, state = reading
             got = finish(state)
             yield before, check_fast(got) if isinstance(got, FastRead) else got, offset
+
+
+
+def _ahead(blocks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Each block with whether another follows it (the next one's bytes read first)."""
+    it = iter(blocks)
+    here = next(it, None)
+    while here is not None:
+        after = next(it, None)
+        yield here, after is not None
+        here = after
 
 
 
@@ -436,16 +457,31 @@ def parse_rows(name: str, rows: Iterable[Any]) -> tuple[Parsed, list[Problem]]:
 def _sample_keys(
     body: bytes | memoryview, lines_wanted: int = _SAMPLE_LINES, head_bytes: int = 1 << 16
 ) -> list[str] | None:
-    """Keys of the first lines, or None when the sample is not clean."""
+    """Keys of the first lines, or None when the sample is not clean.
+
+    The sample only steers: polars' read and the checks after it decide each block, so a
+    key the sample misses costs time, never a wrong answer.
+    """
     keys: set[str] = set()
     head = bytes(body[:head_bytes])
     lines = head.split(b"\n")
     if len(head) < len(body):
         lines = lines[:-1]  # the last one may be cut in the middle
-    for raw in lines[:lines_wanted]:
-        stripped = raw.strip(_JSON_WS)
-        if not stripped:
-            continue
+    sample = [line for raw in lines[:lines_wanted] if (line := raw.strip(_JSON_WS))]
+    try:
+        # One json call for the sample, as an array (strict UTF-8 first, as below); one
+        # value per line, or the lines are taken one by one, which says which is not clean.
+        values = json.loads("[" + b",".join(sample).decode("utf-8") + "]")
+    except (ValueError, RecursionError):
+        values = None
+    if values is not None and len(values) == len(sample):
+        for obj in values:
+            if isinstance(obj, dict):
+                keys.update(obj)
+            elif obj is not None:
+                return None
+        return sorted(keys)
+    for stripped in sample:
         try:
             # Decode strictly first: json.loads(bytes) lets UTF-8-encoded surrogates
             # through ('surrogatepass'), and such a key crashes polars' schema.
@@ -689,6 +725,8 @@ def check_fast(read: FastRead) -> Parsed | None:
     key_cells = {key: n - nulls for key, nulls in zip(names, null_counts, strict=True)}
     column = {key: j for j, key in enumerate(names)}
     integral: npt.NDArray[np.bool_] = np.logical_or.reduce(ints, axis=0)
+    # a JSON -0 is the int 0: only a block with a "-" can hold one (one byte: memchr)
+    signed = block.payload.find(b"-") >= 0
     if integral.any():
         # Without escapes a key's bytes are its UTF-8 name, each key's bytes occur once per
         # cell, and the rest of the block is numbers and punctuation: so when the keys hold
@@ -711,7 +749,7 @@ def check_fast(read: FastRead) -> Parsed | None:
             if np.any(where < 0):
                 return None  # a float token of a key without cells: cannot happen
             ints[float_rows, where] = False
-            _mark_ints(kinds, values, ints, integral)
+            _mark_ints(kinds, values, ints, integral, signed)
         else:
             # Rows holding a "1.0"-style token are few in practice: read just those with json.
             rows = np.unique(np.searchsorted(starts, marked, side="right") - 1)
@@ -719,7 +757,7 @@ def check_fast(read: FastRead) -> Parsed | None:
                 # Outside the marked rows no float token can hold an integral value, so an
                 # integral cell there is an int; in the marked rows json.loads says which.
                 ints[rows, :] = False
-                _mark_ints(kinds, values, ints, integral)
+                _mark_ints(kinds, values, ints, integral, signed)
                 for row in rows.tolist():
                     obj = json.loads(bytes(body[int(starts[row]) : int(ends[row])]))
                     for key, value in obj.items():
@@ -878,11 +916,13 @@ def _mark_ints(
     values: npt.NDArray[np.float64],
     ints: npt.NDArray[np.bool_],
     columns: npt.NDArray[np.bool_],
+    signed: bool = True,
 ) -> None:
-    """:func:`_mark_int` on the rows x keys arrays, for the groups holding a ``columns`` key."""
+    """:func:`_mark_int` on the rows x keys arrays, for the groups holding a ``columns`` key
+    (``signed=False``: the block holds no ``-0``, so no value needs its sign cleared)."""
     for group in _column_groups(*kinds.shape):
         if columns[group].any():
-            _mark_int(kinds[:, group], values[:, group], ints[:, group])
+            _mark_int(kinds[:, group], values[:, group], ints[:, group], signed)
 
 
 
@@ -921,11 +961,14 @@ def _unseen_keys(
 
 
 def _mark_int(
-    kinds: npt.NDArray[np.uint8], values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_]
+    kinds: npt.NDArray[np.uint8], values: npt.NDArray[np.float64], is_int: npt.NDArray[np.bool_],
+    signed: bool = True,
 ) -> None:
-    """Mark cells as JSON integers (they were FLOAT): one pass each, no fancy indexing."""
+    """Mark cells as JSON integers (they were FLOAT): one pass each, no fancy indexing;
+    ``signed=False`` when no cell can hold -0 (its block has no ``-0``)."""
     np.subtract(kinds, is_int.view(np.uint8), out=kinds)  # FLOAT - INT == 1
-    np.add(values, 0.0, out=values, where=is_int)  # JSON -0 is the int 0
+    if signed:
+        np.add(values, 0.0, out=values, where=is_int)  # JSON -0 is the int 0
 
 
 

@@ -99,10 +99,9 @@ def test_polars_reads_the_next_block_in_a_second_thread(monkeypatch) -> None:
     got = list(jsonl.fast_blocks("x", blocks, dense_cells=10**7))
     assert [block for block, _, _ in got] == blocks  # in order
     assert all(parsed is not None for _, parsed, _ in got)
-    # the first block is read before it is known whether another follows; the rest are
-    # read in the second thread while the caller's thread checks the block before
-    assert threads[0] == threading.current_thread().name
-    assert all(name.startswith("metrickit-read") for name in threads[1:])
+    # every block is read in the second thread: the first while the caller's thread
+    # prepares the second, the others while it checks the block before
+    assert all(name.startswith("metrickit-read") for name in threads)
     assert len(threads) == len(blocks)
     threads.clear()
     (only,) = jsonl.fast_blocks("x", [blocks[0]], dense_cells=10**7)
@@ -191,3 +190,19 @@ def test_present_cells_path_keeps_empty_rows_and_the_sign_of_zero() -> None:
     assert fast is not None
     want, _ = parse_slow("x", data)
     _assert_same(fast, want)
+
+
+def test_the_key_sample_is_one_json_array_and_a_line_split_across_it_still_fails() -> None:
+    import metrickit as mk
+    import metrickit.io.jsonl as jsonl
+
+    lines = [b'{"b": 1, "a": 2.5}', b"null", b"{}", b'{"c": 0}']
+    assert jsonl._sample_keys(b"\n".join(lines)) == ["a", "b", "c"]
+    assert jsonl._sample_keys(b'{"a": 1}\n[1]\n') is None  # a line that is not an object
+    assert jsonl._sample_keys(b'{"a": 1}\n{"a": \n') is None  # a line that is not JSON
+    # Joined with commas these two lines are two valid objects, though neither line is
+    # valid alone: the sample may steer by them, but the read must still refuse line 1.
+    text = '{"a": 1\n"b": 2}, {"c": 3}\n' + '{"a": 1}\n' * 50
+    frame, problems = mk.read_rewards(text, errors="report")
+    assert [p.line for p in problems] == [1, 2]
+    assert frame["_status"].tolist()[:3] == ["invalid", "invalid", "ok"]
