@@ -142,9 +142,10 @@ def fast_blocks(
 
     The fast path's thirds overlap: while a second thread runs polars' read of one block
     (:func:`read_fast`), this one prepares the bytes of the next (:func:`prepare_fast`) and
-    then checks the block polars read before (:func:`check_fast`). polars and numpy both
-    release the GIL, so on two cores the numpy work hides behind polars' read. A source of
-    one block runs in the caller's thread alone.
+    then checks the block polars read before (:func:`check_fast`); the first block is read
+    while the second is prepared. polars and numpy both release the GIL, so they share the
+    cores (polars' read alone can keep two busy). A source of one block runs in the
+    caller's thread alone.
     """
     if not polars_installed():
         yield from _exact_blocks(name, blocks)
