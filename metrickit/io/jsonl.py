@@ -470,25 +470,16 @@ def _sample_keys(
         lines = lines[:-1]  # the last one may be cut in the middle
     sample = [line for raw in lines[:lines_wanted] if (line := raw.strip(_JSON_WS))]
     try:
-        # One json call for the sample, as an array (strict UTF-8 first, as below); one
-        # value per line, or the lines are taken one by one, which says which is not clean.
+        # One json call for the whole sample, as an array. The lines parse as one value each
+        # exactly when each is a JSON value on its own, so a failure or another count means
+        # a line that is not. Decode strictly first: json.loads(bytes) lets UTF-8-encoded
+        # surrogates through ('surrogatepass'), and such a key crashes polars' schema.
         values = json.loads("[" + b",".join(sample).decode("utf-8") + "]")
     except (ValueError, RecursionError):
-        values = None
-    if values is not None and len(values) == len(sample):
-        for obj in values:
-            if isinstance(obj, dict):
-                keys.update(obj)
-            elif obj is not None:
-                return None
-        return sorted(keys)
-    for stripped in sample:
-        try:
-            # Decode strictly first: json.loads(bytes) lets UTF-8-encoded surrogates
-            # through ('surrogatepass'), and such a key crashes polars' schema.
-            obj = json.loads(stripped.decode("utf-8"))
-        except (ValueError, RecursionError):
-            return None
+        return None
+    if len(values) != len(sample):
+        return None
+    for obj in values:
         if isinstance(obj, dict):
             keys.update(obj)
         elif obj is not None:
@@ -726,9 +717,9 @@ def check_fast(read: FastRead) -> Parsed | None:
     key_cells = {key: n - nulls for key, nulls in zip(names, null_counts, strict=True)}
     column = {key: j for j, key in enumerate(names)}
     integral: npt.NDArray[np.bool_] = np.logical_or.reduce(ints, axis=0)
-    # a JSON -0 is the int 0: only a block with a "-" can hold one (one byte: memchr)
-    signed = block.payload.find(b"-") >= 0
     if integral.any():
+        # a JSON -0 is the int 0: only a block with a "-" can hold one (one byte: memchr)
+        signed = block.payload.find(b"-") >= 0
         # Without escapes a key's bytes are its UTF-8 name, each key's bytes occur once per
         # cell, and the rest of the block is numbers and punctuation: so when the keys hold
         # every "e"/"E" of the block, no number has an exponent, and the scan for one can go.
