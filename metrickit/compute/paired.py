@@ -425,13 +425,20 @@ def compare_runs(
     db = df[is_b]
     mean_a = da.groupby(task, sort=False)[column].agg(["size", "mean"])
     mean_b = db.groupby(task, sort=False)[column].agg(["size", "mean"])
-    common = [t for t in mean_a.index if t in mean_b.index]
-    only_a = [t for t in mean_a.index if t not in mean_b.index]
-    # each of b's tasks' own names (under task_map), first seen first, each once
-    named = db.drop_duplicates([task, "_task_b"])
-    own_b = dict(zip(mean_b.index, _lists_by_task(named, task, "_task_b", mean_b.index),
-                     strict=True))
-    only_b = [o for t in mean_b.index if t not in mean_a.index for o in own_b[t]]
+    # the tasks in a's order, and where each is in b's (by hash, as `in` would look)
+    in_b = mean_b.index.get_indexer(mean_a.index)
+    paired = in_b >= 0
+    common = mean_a.index[paired].tolist()
+    only_a = mean_a.index[~paired].tolist()
+    b_only = mean_a.index.get_indexer(mean_b.index) < 0
+    if task_map is None:  # each of b's tasks is its own name
+        own_b = {t: [t] for t in mean_b.index.tolist()}
+        only_b = mean_b.index[b_only].tolist()
+    else:  # each of b's tasks' own names (under task_map), first seen first, each once
+        named = db.drop_duplicates([task, "_task_b"])
+        own_b = dict(zip(mean_b.index, _lists_by_task(named, task, "_task_b", mean_b.index),
+                         strict=True))
+        only_b = [o for t in mean_b.index[b_only].tolist() for o in own_b[t]]
     if not common:
         hint = "" if task_map is not None else (
             "; pass task_map= when the two name their tasks differently (tasks of different "
@@ -441,8 +448,11 @@ def compare_runs(
             f"{a!r} and {b!r} have no {task!r} in common; nothing to pair ({a!r} tasks like "
             f"{only_a[:3]}, {b!r} tasks like {only_b[:3]}){hint}"
         )
-    ma = mean_a.loc[common, "mean"].to_numpy(dtype=np.float64)
-    mb = mean_b.loc[common, "mean"].to_numpy(dtype=np.float64)
+    rows_a, rows_b = np.flatnonzero(paired), in_b[paired]
+    ma = mean_a["mean"].to_numpy(dtype=np.float64)[rows_a]
+    mb = mean_b["mean"].to_numpy(dtype=np.float64)[rows_b]
+    size_a = mean_a["size"].to_numpy()[rows_a]
+    size_b = mean_b["size"].to_numpy()[rows_b]
     diff = ma - mb
     t_count = len(common)
     total = float(diff.sum())
@@ -454,8 +464,8 @@ def compare_runs(
     table = pd.DataFrame(
         {
             task: common,
-            "n_a": mean_a.loc[common, "size"].to_numpy(),
-            "n_b": mean_b.loc[common, "size"].to_numpy(),
+            "n_a": size_a,
+            "n_b": size_b,
             "mean_a": ma,
             "mean_b": mb,
             "difference": diff,
@@ -486,7 +496,7 @@ def compare_runs(
         notes.append(f"the t interval is cut to the range a difference can take (±{span:g})")
     sd = float(diff.std(ddof=1)) if t_count > 1 else math.nan
     single = bool(
-        (mean_a.loc[common, "size"] == 1).all() and (mean_b.loc[common, "size"] == 1).all()
+        (size_a == 1).all() and (size_b == 1).all()
         and np.isin(x[np.isfinite(x)], (0.0, 1.0)).all()
     )
     detectable = (
@@ -523,7 +533,7 @@ def compare_runs(
         )
     if interval.note and not no_spread:
         notes.append(f"{interval.note}: the t interval's coverage can fall short")
-    mcnemar = _mcnemar_single_attempt(da, db, column, task, common, notes)
+    mcnemar = _mcnemar_single_attempt(da, db, column, (size_a, ma), (size_b, mb), notes)
     return RunComparison(
         a=a,
         b=b,
@@ -542,17 +552,6 @@ def compare_runs(
         only_b=only_b,
         notes=notes,
     )
-
-
-def _by_task(part: Any, task: str, column: str, tasks: list[Any]) -> Any:
-    """``column`` of the rows of ``part`` whose task is in ``tasks``, indexed by task (a
-    Series built from the two columns alone: indexing the whole frame copies every
-    column)."""
-    import pandas as pd
-
-    keep = part[task].isin(tasks).to_numpy()
-    return pd.Series(part[column].to_numpy()[keep],
-                     index=pd.Index(part[task].to_numpy()[keep], name=task), name=column)
 
 
 def _equals(labels: Any, label: Any) -> npt.NDArray[np.bool_]:
@@ -575,10 +574,11 @@ def _lists_by_task(part: Any, task: str, column: str, tasks: Sequence[Any]
     codes, uniques = pd.factorize(part[task], sort=False)
     order = np.argsort(codes, kind="stable")
     order = order[codes[order] >= 0]  # a row without a task belongs to none
-    values = part[column].to_numpy(dtype=object)[order]
-    bounds = np.cumsum(np.bincount(codes[order], minlength=len(uniques)))[:-1]
-    by_task = dict(zip(uniques, (v.tolist() for v in np.split(values, bounds)), strict=True))
-    return [by_task.get(t, []) for t in tasks]
+    values = part[column].to_numpy(dtype=object)[order].tolist()
+    ends = np.cumsum(np.bincount(codes[order], minlength=len(uniques))).tolist()
+    starts = [0, *ends[:-1]]
+    at = pd.Index(uniques).get_indexer(pd.Index(list(tasks), dtype=object)).tolist()
+    return [values[starts[i]:ends[i]] if i >= 0 else [] for i in at]
 
 
 def _map_tasks(labels: Any, task_map: Mapping[Any, Any] | Callable[[Any], Any]) -> Any:
@@ -611,18 +611,20 @@ def _few(items: Sequence[Any], n: int = 5) -> str:
 
 
 def _mcnemar_single_attempt(
-    da: Any, db: Any, column: str, task: str, common: list[Any], notes: list[str]
+    da: Any, db: Any, column: str, a: tuple[Any, Any], b: tuple[Any, Any], notes: list[str]
 ) -> tuple[float, float] | None:
+    """McNemar's exact test over the paired tasks where each side has one 0/1 trial a task;
+    ``a`` and ``b``: each side's trials per paired task and their mean (a task's one value,
+    where it has one trial)."""
     values = np.concatenate([da[column].to_numpy(float), db[column].to_numpy(float)])
     if not np.all((values == 0) | (values == 1)):
         notes.append("McNemar's test not computed: the values are not all 0/1")
         return None
-    left, right = (_by_task(part, task, column, common) for part in (da, db))
-    if not (left.index.is_unique and right.index.is_unique):
+    (size_a, left), (size_b, right) = a, b
+    if not ((size_a == 1).all() and (size_b == 1).all()):
         notes.append(
             "McNemar's test not computed: a task has several attempts in a run, so trials "
             "cannot be paired one to one (the paired t test over tasks is the comparison)"
         )
         return None
-    right = right.loc[left.index]
-    return mcnemar_exact(left.to_numpy(), right.to_numpy())
+    return mcnemar_exact(left, right)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from metrickit._core.display import result_html, result_repr, short_column, short_names
 from metrickit._core.frame import Policy
@@ -40,6 +41,9 @@ from metrickit._core.harbor_math import harbor_sum
 from metrickit.errors import PassAtKSkipped, StatsError
 
 __all__ = ["PassAtK", "PassAtKSkipped", "harbor_k_values", "pass_at_k"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 def harbor_k_values(max_k: int) -> list[int]:
@@ -83,7 +87,38 @@ def _pass_hat_k_task(n: int, c: int, k: int) -> float:
     return product
 
 
-def _mean(values: list[float]) -> float:
+def _pass_at_k_tasks(n: IntArray, c: IntArray, k: int) -> FloatArray:
+    """:func:`_pass_at_k_task` of every task at once (``n``, ``c``: each task's trials and
+    successes): the same float operations in the same order, so the same bits; NaN where
+    a task has fewer than ``k`` trials."""
+    product = np.ones(n.size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(k):
+            product *= (n - c - i) / (n - i)
+    return np.where(k > n, math.nan, np.where(n - c < k, 1.0, 1.0 - product))
+
+
+def _pass_hat_k_tasks(n: IntArray, c: IntArray, k: int) -> FloatArray:
+    """:func:`_pass_hat_k_task` of every task at once; NaN where a task has fewer than
+    ``k`` trials."""
+    product = np.ones(n.size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(k):
+            product *= (c - i) / (n - i)
+    return np.where(k > n, math.nan, np.where(c < k, 0.0, product))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A group's outcomes by task: each task's label (first seen first), trials ``n`` and
+    successes ``c``, all pass@k reads of them."""
+
+    tasks: Any  # object ndarray
+    n: IntArray
+    c: IntArray
+
+
+def _mean(values: Any) -> float:
     # Harbor averages with Python 3.12's builtin sum (compensated); so do we, on any Python.
     arr = np.asarray(values, dtype=np.float64)
     return float(harbor_sum(arr, np.zeros(arr.size, dtype=np.bool_))) / len(values)
@@ -258,7 +293,7 @@ def pass_at_k(
     harbor: dict[Any, dict[int, float]] = {}
     skipped: dict[Any, str] = {}
     table_rows: list[dict[str, Any]] = []
-    detail_rows: list[dict[str, Any]] = []
+    detail_rows: list[Any] = []
     for label, idx in groups.items():
         reason = trial.harbor_problem(idx)
         if reason is None:
@@ -282,7 +317,7 @@ def pass_at_k(
         reported = set(harbor[label]) if value is None else set()
         rows_here, details = _rows(label, outcome, extra, reported, task, notes, confidence)
         table_rows += rows_here
-        detail_rows += details
+        detail_rows.append(details)
 
     by_name = by if isinstance(by, str) else "group"
     table = pd.DataFrame(
@@ -290,9 +325,9 @@ def pass_at_k(
         columns=["group", "k", "pass_at_k", "ci_low", "ci_high", "best_group", "note",
                  "pass_hat_k", "n_tasks", "min_trials", "harbor"],
     )
-    _best_groups(table, detail_rows, task, confidence, seed)
+    detail = pd.concat(detail_rows, ignore_index=True) if detail_rows else pd.DataFrame()
+    _best_groups(table, detail, task, confidence, seed)
     table = table.rename(columns={"group": by_name})
-    detail = pd.DataFrame(detail_rows)
     if len(detail):
         detail = detail.rename(columns={"group": by_name})
     notes += counted.notes()
@@ -340,7 +375,8 @@ class _Trials:
     first: np.ndarray  # the value of its first key
     status: np.ndarray
     names: list[Any] | None
-    tasks: list[Any]
+    task_codes: IntArray  # each row's task, as a position in task_labels
+    task_labels: Any  # object ndarray
     chosen: np.ndarray | None
 
     @classmethod
@@ -357,6 +393,10 @@ class _Trials:
         for key in keys:
             first = np.where(present[key] & (n_keys == 0), values[key], first)
             n_keys += present[key]
+        import pandas as pd
+
+        codes, labels = pd.factorize(
+            np.asarray(nf.get_column(task).to_numpy(), dtype=object), use_na_sentinel=False)
         chosen = None
         if value is not None:
             if value not in keys:
@@ -372,36 +412,45 @@ class _Trials:
             first=first,
             status=nf.get_column("_status").cast(nw.String).to_numpy() if n else np.array([]),
             names=nf.get_column("trial_name").to_list() if "trial_name" in nf.columns else None,
-            tasks=nf.get_column(task).to_list(),
+            task_codes=codes.astype(np.int64),
+            task_labels=np.asarray(labels, dtype=object),
             chosen=chosen,
         )
 
     def harbor_problem(self, idx: np.ndarray) -> str | None:
-        """Why Harbor skips this group's pass@k (a trial with other than one 0/1 key)."""
-        for i in idx:
-            who = f"trial {self.names[i]!r}" if self.names else f"row {i}"
-            if self.status[i] == "null":
-                continue  # no reward: a failure under 0.25 (0.26 rows were filtered before)
-            if self.n_keys[i] != 1:
-                shown = [k for k in self.keys if self.present[k][i]]
-                return (
-                    f"{who} has {self.n_keys[i]} reward keys {shown}; Harbor's pass@k needs "
-                    "exactly one key with 0/1 values"
-                )
-            if self.first[i] not in (0.0, 1.0):
-                return f"{who} has reward {float(self.first[i])!r}; Harbor's pass@k needs 0 or 1"
-        return None
+        """Why Harbor skips this group's pass@k (a trial with other than one 0/1 key): the
+        first such trial in row order. A trial without a reward (status ``null``) is a
+        failure under 0.25 (0.26's were filtered out before)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        first = self.first[idx]
+        bad = (self.status[idx] != "null") & (
+            (self.n_keys[idx] != 1) | ~((first == 0.0) | (first == 1.0)))
+        if not bad.any():
+            return None
+        i = int(idx[int(np.argmax(bad))])
+        who = f"trial {self.names[i]!r}" if self.names else f"row {i}"
+        if self.n_keys[i] != 1:
+            shown = [k for k in self.keys if self.present[k][i]]
+            return (
+                f"{who} has {self.n_keys[i]} reward keys {shown}; Harbor's pass@k needs "
+                "exactly one key with 0/1 values"
+            )
+        return f"{who} has reward {float(self.first[i])!r}; Harbor's pass@k needs 0 or 1"
 
-    def by_task(self, idx: np.ndarray, success: np.ndarray) -> dict[Any, list[int]]:
-        """Each task's outcomes (1 success, 0 failure) in row order."""
-        outcome: dict[Any, list[int]] = {}
-        for i in idx:
-            outcome.setdefault(self.tasks[i], []).append(int(success[i]))
-        return outcome
+    def by_task(self, idx: np.ndarray, success: np.ndarray) -> _Outcome:
+        """The group's tasks (first seen first) with their trials and successes."""
+        import pandas as pd
+
+        idx = np.asarray(idx, dtype=np.intp)
+        local, seen = pd.factorize(self.task_codes[idx], sort=False)
+        n = np.bincount(local, minlength=len(seen)).astype(np.int64)
+        c = np.bincount(local, weights=np.asarray(success, dtype=bool)[idx],
+                        minlength=len(seen)).astype(np.int64)
+        return _Outcome(self.task_labels[np.asarray(seen, dtype=np.intp)], n, c)
 
     def chosen_outcome(
         self, label: Any, idx: np.ndarray, value: str, notes: list[str]
-    ) -> dict[Any, list[int]] | None:
+    ) -> _Outcome | None:
         """Outcomes from the ``value`` column, or None (with a note) when it cannot give
         them: missing from the evaluation, or not 0/1."""
         assert self.chosen is not None
@@ -418,27 +467,26 @@ class _Trials:
                 "their evaluation) left out"
             )
             idx = idx[~missing]
-        bad = [i for i in idx if self.chosen[i] not in (0.0, 1.0)]
-        if bad:
+        values = self.chosen[idx]
+        bad = ~((values == 0.0) | (values == 1.0))
+        if bad.any():
+            shown = float(values[int(np.argmax(bad))])
             notes.append(
-                f"{label!r}: value {value!r} is {float(self.chosen[bad[0]])!r} for a trial; "
+                f"{label!r}: value {value!r} is {shown!r} for a trial; "
                 "pass@k needs 0/1, so no table rows for this evaluation"
             )
             return None
         return self.by_task(idx, self.chosen == 1.0)
 
 
-def _harbor_values(outcome: dict[Any, list[int]]) -> dict[int, float]:
+def _harbor_values(outcome: _Outcome) -> dict[int, float]:
     """Harbor's ``pass_at_k`` of one evaluation: the k it reports, each task's estimate
     averaged over tasks."""
-    n_min = min(len(v) for v in outcome.values())
-    return {
-        k: _mean([_pass_at_k_task(len(v), sum(v), k) for v in outcome.values()])
-        for k in harbor_k_values(n_min)
-    }
+    n_min = int(outcome.n.min())
+    return {k: _mean(_pass_at_k_tasks(outcome.n, outcome.c, k)) for k in harbor_k_values(n_min)}
 
 
-def _interval(values: list[float], trials: float, confidence: float) -> tuple[float, float, str]:
+def _interval(values: Any, trials: float, confidence: float) -> tuple[float, float, str]:
     """Wilson's interval of the mean of per-task estimates in [0, 1] over ``T`` tasks, with
     the effective number of trials ``min(trials, p(1-p) / se**2)`` and the t quantile with
     ``T - 1`` degrees of freedom (the cluster-Wilson of :func:`grouped_intervals`; with
@@ -471,7 +519,7 @@ def _interval(values: list[float], trials: float, confidence: float) -> tuple[fl
 
 
 def _best_groups(
-    table: Any, detail_rows: list[dict[str, Any]], task: str, confidence: float, seed: int
+    table: Any, detail: Any, task: str, confidence: float, seed: int
 ) -> None:
     """Fill ``table["best_group"]``: per k, the confidence set for the best group, from the
     groups' per-task estimates paired by task."""
@@ -481,7 +529,6 @@ def _best_groups(
 
     if not len(table):
         return
-    detail = pd.DataFrame(detail_rows)
     for kk, part in table.groupby("k", sort=False):
         known = part[np.isfinite(part["pass_at_k"].to_numpy(dtype=np.float64))]
         if len(known) == 1:
@@ -502,15 +549,18 @@ def _best_groups(
 
 def _rows(
     label: Any,
-    outcome: dict[Any, list[int]],
+    outcome: _Outcome,
     extra: list[int],
     reported: set[int],
     task: str,
     notes: list[str],
     confidence: float,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One group's table rows (one per k) and detail rows (one per task)."""
-    n_min = min(len(v) for v in outcome.values())
+) -> tuple[list[dict[str, Any]], Any]:
+    """One group's table rows (one per k) and detail (a frame, one row per task)."""
+    import pandas as pd
+
+    n, c = outcome.n, outcome.c
+    n_min = int(n.min())
     ks = sorted({1, *harbor_k_values(n_min), *extra})
     too_big = [kk for kk in ks if kk > n_min]
     if too_big:
@@ -520,11 +570,9 @@ def _rows(
         )
         notes.append(msg)
         warnings.warn(PassAtKSkipped(msg), stacklevel=3)
-    at_k = {kk: [_pass_at_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
-                 for v in outcome.values()] for kk in ks}
-    hat_k = {kk: [_pass_hat_k_task(len(v), sum(v), kk) if kk <= len(v) else math.nan
-                  for v in outcome.values()] for kk in ks}
-    intervals = {kk: _interval(at_k[kk], sum(map(len, outcome.values())) / kk, confidence)
+    at_k = {kk: _pass_at_k_tasks(n, c, kk) for kk in ks}
+    hat_k = {kk: _pass_hat_k_tasks(n, c, kk) for kk in ks}
+    intervals = {kk: _interval(at_k[kk], int(n.sum()) / kk, confidence)
                  if kk <= n_min else (math.nan, math.nan, "") for kk in ks}
     table = [
         {
@@ -536,17 +584,15 @@ def _rows(
             "best_group": False,
             "note": intervals[kk][2],
             "pass_hat_k": math.nan if kk > n_min else _mean(hat_k[kk]),
-            "n_tasks": len(outcome),
+            "n_tasks": len(n),
             "min_trials": n_min,
             "harbor": kk in reported,
         }
         for kk in ks
     ]
-    detail = []
-    for j, (name, v) in enumerate(outcome.items()):
-        row: dict[str, Any] = {"group": label, task: name, "n": len(v), "c": sum(v)}
-        row.update({f"pass@{kk}": at_k[kk][j] for kk in ks})
-        row.update({f"pass^{kk}": hat_k[kk][j] for kk in ks})
-        detail.append(row)
+    detail = pd.DataFrame({  # lists: each column's type inferred as from the rows' values
+        "group": [label] * len(n), task: outcome.tasks.tolist(), "n": n, "c": c,
+        **{f"pass@{kk}": at_k[kk] for kk in ks}, **{f"pass^{kk}": hat_k[kk] for kk in ks},
+    })
     return table, detail
 

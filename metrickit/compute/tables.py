@@ -65,8 +65,15 @@ def group_codes(labels: Any, by: str) -> tuple[np.ndarray, Any]:
     (a row would otherwise vanish from every mean and plot)."""
     import pandas as pd
 
+    dtype = getattr(labels, "dtype", None)
+    # only an object (or bool, or categorical) column can hold a bool beside other labels
+    types = pd.api.types
+    may_hold_bools = dtype is None or not (
+        (types.is_string_dtype(dtype) and not types.is_object_dtype(dtype))
+        or (types.is_numeric_dtype(dtype) and not types.is_bool_dtype(dtype))
+        or types.is_datetime64_any_dtype(dtype))
     values = pd.Series(labels, dtype=object)
-    if values.map(lambda v: isinstance(v, bool | np.bool_)).any():
+    if may_hold_bools and values.map(lambda v: isinstance(v, bool | np.bool_)).any():
         # True == 1 in Python, so a plain factorize would merge candidates True and 1.
         codes, keys = pd.factorize(
             values.map(lambda v: ("bool", bool(v)) if isinstance(v, bool | np.bool_) else v),

@@ -617,7 +617,7 @@ def _versus(frame: Any, column: str, by: str, ranks: _Ranked) -> _Versus | None:
     wanted = [by, _LABEL, column, f"_kind_{column}", "_status", "has_reward", "reward_valid",
               "trial_dir", "source", _TASK]
     frame = frame[[c for c in dict.fromkeys(wanted) if c in frame.columns]]
-    tasks = frame.groupby(by, sort=False)[_LABEL].agg(lambda s: set(s))
+    tasks = _task_sets(frame, by)
     runs: dict[Any, Any] = {}
     left_out: dict[Any, int] = {}
     for name in others:
@@ -630,6 +630,13 @@ def _versus(frame: Any, column: str, by: str, ranks: _Ranked) -> _Versus | None:
     pvalues = [runs[n].pvalue if runs[n] is not None else math.nan for n in others]
     p_holm = dict(zip(others, holm(pvalues).tolist(), strict=True))
     return _Versus(leader, others, runs, p_holm, left_out, ranks.best)
+
+
+def _task_sets(frame: Any, by: str) -> dict[Any, frozenset[Any]]:
+    """Each candidate's tasks (their labels), from one row per candidate and task."""
+    pairs = frame[[by, _LABEL]].drop_duplicates()
+    return {name: frozenset(labels.to_numpy(dtype=object).tolist())
+            for name, labels in pairs.groupby(by, sort=False)[_LABEL]}
 
 
 def _order(ranked: Any) -> tuple[list[Any], list[Any]]:
@@ -764,10 +771,10 @@ def _headline(d: _Data, ranks: _Ranked) -> tuple[Section, _Versus | None]:
         notes.append(
             f"{_listing(apart)} ran none of the tasks the leader ran: no paired comparison "
             "with it")
-    sets = d.valued.groupby(d.by)[_LABEL].agg(lambda s: frozenset(s))
-    if sets.nunique() > 1:
+    sets = set(_task_sets(d.valued, d.by).values())
+    if len(sets) > 1:
         notes.append(
-            f"the candidates did not all run the same tasks ({sets.nunique()} different task "
+            f"the candidates did not all run the same tasks ({len(sets)} different task "
             "sets): their means are over different tasks, compare them with care"
         )
     section = Section("candidates", "Candidates", verdict=verdict, text=text, notes=notes)

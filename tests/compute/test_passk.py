@@ -17,7 +17,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import metrickit as mk
-from metrickit.compute.passk import PassAtKSkipped, _pass_at_k_task, harbor_k_values, pass_at_k
+from metrickit.compute.passk import (
+    PassAtKSkipped,
+    _pass_at_k_task,
+    _pass_at_k_tasks,
+    _pass_hat_k_task,
+    _pass_hat_k_tasks,
+    harbor_k_values,
+    pass_at_k,
+)
 
 JOB_025 = Path("data/harbor_jobs/2025-06-02__10-00-00")
 JOB_026 = Path("data/harbor_jobs/2025-06-03__14-30-00")
@@ -175,6 +183,25 @@ def test_estimator_is_the_unbiased_formula(n, data):
     assert _pass_at_k_task(n, c, k) == pytest.approx(
         1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12
     )
+
+
+def test_the_estimators_over_all_tasks_at_once_give_harbors_bits():
+    # the vectorised estimators pass_at_k uses against the per-task loop in Harbor's own
+    # order of float operations: every (n, c, k) up to 120 trials, bit for bit, and NaN
+    # where a task has fewer than k trials
+    n, c = (a.ravel().astype(np.int64) for a in np.meshgrid(np.arange(1, 121),
+                                                             np.arange(0, 121)))
+    n, c = n[c <= n], c[c <= n]
+    for k in (1, 2, 3, 5, 8, 16, 37, 120, 121):
+        for tasks, one in ((_pass_at_k_tasks, _pass_at_k_task),
+                           (_pass_hat_k_tasks, _pass_hat_k_task)):
+            got = tasks(n, c, k)
+            want = np.array([one(int(a), int(b), k) if k <= a else math.nan
+                             for a, b in zip(n, c, strict=True)])
+            defined = k <= n
+            assert (np.isnan(got) == ~defined).all() and (np.isnan(want) == ~defined).all()
+            assert np.array_equal(got[defined].view(np.int64),
+                                  want[defined].view(np.int64)), (tasks.__name__, k)
 
 
 trial_st = st.tuples(
