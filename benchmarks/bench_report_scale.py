@@ -6,7 +6,13 @@
 The report (``metrickit report``) computes its ranking with
 :func:`metrickit.compute.metrics.compare_metrics` (the headline, and again for a reward
 spec) and its trade-off table with :func:`metrickit.reporting.plots.candidate_means`
-(:func:`metrickit.compute.ranking.candidate_table`: means, intervals and P(front)). This
+(:func:`metrickit.compute.ranking.candidate_table`: means, intervals and P(front)).
+It also compares each
+candidate with the leader (:func:`metrickit.compute.paired.compare_runs`) and computes
+pass@k (:func:`metrickit.compute.passk.pass_at_k`); those two rows run against what a
+user would write for the same headline numbers in the same run (pandas groupby with
+scipy's ``ttest_rel``, and with scipy's ``comb``), which do less: no McNemar test, notes
+or per-task tables, no intervals or best set. This
 benchmark calls those functions on a generated trial table (``--candidates`` candidates, 2
 attempts per task, 0/1 rewards, lognormal latency and cost) and prints, per call, the
 wall time (a run without tracing) and the peak memory Python allocated during it (a
@@ -84,10 +90,33 @@ def old_way(fn: Any) -> tuple[float, float]:
         intervals.BLOCK_CELLS, intervals.BOOTSTRAP_T_MAX = saved
 
 
+def plain_paired_t(frame: Any) -> Any:
+    """What a user writes for a paired comparison of two candidates over tasks: per-task
+    means side by side, then scipy's paired t test (no McNemar, no notes, no task table)."""
+    from scipy import stats
+
+    per = frame.groupby(["candidate", "task_name"])["reward"].mean().unstack("candidate")
+    both = per[["c1", "c0"]].dropna()
+    return stats.ttest_rel(both["c1"], both["c0"])
+
+
+def plain_pass_at_k(frame: Any) -> Any:
+    """What a user writes for pass@k: trials and successes per candidate and task, the
+    unbiased estimator ``1 - C(n-c, k) / C(n, k)`` with scipy's ``comb``, averaged per
+    candidate (k = 1 and 2; no intervals, no best set, no per-task table)."""
+    from scipy.special import comb
+
+    per = frame.groupby(["candidate", "task_name"])["reward"].agg(["size", "sum"])
+    n, c = per["size"].to_numpy(), per["sum"].to_numpy()
+    return {k: (1 - comb(n - c, k) / comb(n, k)).reshape(-1) for k in (1, 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     from _bench import emit, row
 
     from metrickit.compute.metrics import compare_metrics
+    from metrickit.compute.paired import compare_runs
+    from metrickit.compute.passk import pass_at_k
     from metrickit.reporting.plots import candidate_means
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -113,6 +142,25 @@ def main(argv: list[str] | None = None) -> int:
                 f, ["reward", "total_ms", "cost_usd"], cluster="task_name",
                 maximize=("reward",), minimize=("total_ms", "cost_usd")),
         }
+        # against what a user would write for the same numbers, in the same run
+        plain = {
+            "compare_runs (c1 vs c0)": (lambda f=frame: compare_runs(f, "c1", "c0", value="reward"),
+                                        lambda f=frame: plain_paired_t(f),
+                                        "groupby + unstack + scipy.stats.ttest_rel"),
+            "pass_at_k (k = 1, 2)": (lambda f=frame: pass_at_k(f, value="reward"),
+                                     lambda f=frame: plain_pass_at_k(f),
+                                     "groupby + scipy.special.comb"),
+        }
+        for name, (fn, base, label) in plain.items():
+            fn(), base()  # first-call costs (imports) out of both
+            seconds, peak = measure(fn)
+            plain_s, plain_peak = measure(base)
+            rows.append(row(f"{name}, {n_tasks:,} tasks x {args.candidates}", seconds, label,
+                            plain_s, peak_mb=peak, baseline_peak_mb=plain_peak,
+                            note=f"{len(frame):,} trials, table {size:.1f} MB"))
+            if not args.json:
+                print(f"{name:<28} {n_tasks:>8,} tasks  {seconds:7.2f} s  peak {peak:8.1f} MB "
+                      f"against {label}: {plain_s:.2f} s, ratio {plain_s / seconds:.2f}x")
         for name, fn in calls.items():
             seconds, peak = measure(fn)
             old = old_way(fn) if args.baseline and n_tasks == min(sizes) else None

@@ -410,7 +410,9 @@ class _Trials:
             present=present,
             n_keys=n_keys,
             first=first,
-            status=nf.get_column("_status").cast(nw.String).to_numpy() if n else np.array([]),
+            # a plain table (no _status) counts whole: every row a trial with its reward
+            status=(nf.get_column("_status").cast(nw.String).to_numpy()
+                    if "_status" in nf.columns else np.full(n, "ok", dtype=object)),
             names=nf.get_column("trial_name").to_list() if "trial_name" in nf.columns else None,
             task_codes=codes.astype(np.int64),
             task_labels=np.asarray(labels, dtype=object),

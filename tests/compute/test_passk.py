@@ -314,3 +314,19 @@ def test_pass_at_k_intervals_cover_and_ties_catch_identical_candidates():
     apart, together = rows[-2], rows[-1]
     assert apart.observed > 0.5  # identical candidates look different most of the time
     assert together.observed >= 0.9  # and the best set keeps them together
+
+
+def test_a_plain_table_without_status_counts_whole():
+    # A frame without _status is a plain table (counted_trials counts it whole): pass@k
+    # reads it as the trial table of the same rows would be read, not as a KeyError.
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({
+        "candidate": np.repeat(["a", "b", "c"], 40),
+        "task_name": np.tile(np.repeat([f"t{i}" for i in range(10)], 4), 3),
+        "reward": (rng.random(120) < 0.5).astype(float),
+    })
+    trials = mk.trials_from_frame(df, task="task_name", candidate="candidate", reward="reward")
+    plain, read = pass_at_k(df, k=3), pass_at_k(trials, k=3)
+    assert plain.harbor == read.harbor and set(plain.harbor) == {"a", "b", "c"}
+    pd.testing.assert_frame_equal(plain.table, read.table)
+    pd.testing.assert_frame_equal(plain.detail, read.detail)
