@@ -531,6 +531,10 @@ def _best_groups(
 
     if not len(table):
         return
+    # the rows, codes and draws of a set of groups, shared by the k at which they all have
+    # a value (usually every k): the same draws, as computing them again would give
+    shared: dict[tuple[int, ...], tuple[Any, Any]] = {}
+    codes, labels = pd.factorize(detail["group"], sort=False)
     for kk, part in table.groupby("k", sort=False):
         known = part[np.isfinite(part["pass_at_k"].to_numpy(dtype=np.float64))]
         if len(known) == 1:
@@ -538,12 +542,17 @@ def _best_groups(
         if len(known) < 2:
             continue
         names = known["group"].tolist()
-        column = f"pass@{kk}"
-        rows = detail[detail["group"].isin(names)]
-        groups = pd.Categorical(rows["group"], categories=names).codes.astype(np.intp)
-        units = pd.factorize(rows[task])[0].astype(np.intp)
-        x = rows[column].to_numpy(dtype=np.float64)
-        draws = MeanDraws(groups, len(names), units, n_draws=1000, seed=seed)
+        at = pd.Index(labels).get_indexer(pd.Index(names, dtype=object))
+        key = tuple(at.tolist())
+        if key not in shared:
+            position = np.full(len(labels), -1, dtype=np.intp)
+            position[at] = np.arange(len(names), dtype=np.intp)
+            rows = np.flatnonzero(position[codes] >= 0)
+            groups = position[codes[rows]]
+            units = pd.factorize(detail[task].to_numpy()[rows])[0].astype(np.intp)
+            shared[key] = rows, MeanDraws(groups, len(names), units, n_draws=1000, seed=seed)
+        rows, draws = shared[key]
+        x = detail[f"pass@{kk}"].to_numpy(dtype=np.float64)[rows]
         estimate = known["pass_at_k"].to_numpy(dtype=np.float64)
         ri, _ = best_group(names, estimate, draws, x, confidence=confidence, pairs=False)
         table.loc[known.index, "best_group"] = ri.best_group
