@@ -173,12 +173,16 @@ def assign_candidates(columns: dict[str, list[Any]]) -> None:
     """Fill ``columns["candidate"]`` (and the ``kwarg_<name>`` columns) from the ``run`` and
     :data:`CONFIG_COLUMNS` lists of one table, in place."""
     n = len(columns["run"])
-    configs = [
-        tuple(_clean(v) for v in row)
-        for row in zip(*(columns.get(c) or [None] * n for c in CONFIG_COLUMNS), strict=True)
-    ] if n else []
-    runs = [_clean(r) for r in columns["run"]]
-    pairs = list(dict.fromkeys(zip(runs, configs, strict=True)))
+    # Each distinct row of (run, configuration) is cleaned and labelled once; the rows then
+    # look their label up (a table has few configurations and many trials).
+    raw = list(zip(columns["run"], *(columns.get(c) or [None] * n for c in CONFIG_COLUMNS),
+                   strict=True)) if n else []
+    try:
+        distinct = list(dict.fromkeys(raw))
+    except TypeError:  # a value that cannot be hashed: each row on its own
+        distinct = raw
+    cleaned = [(_clean(r[0]), tuple(_clean(v) for v in r[1:])) for r in distinct]
+    pairs = list(dict.fromkeys(cleaned))
     keys = candidate_keys([p[0] for p in pairs], [p[1] for p in pairs])
     key_of = dict(zip(pairs, keys, strict=True))
     runs_of: dict[tuple[Any, ...], list[Any]] = {}
@@ -187,7 +191,11 @@ def assign_candidates(columns: dict[str, list[Any]]) -> None:
         if run not in runs_of[key]:
             runs_of[key].append(run)
     label_of = candidate_labels(keys, runs_of)
-    columns["candidate"] = [label_of[key_of[p]] for p in zip(runs, configs, strict=True)]
+    if distinct is raw:
+        columns["candidate"] = [label_of[key_of[p]] for p in cleaned]
+    else:
+        row_label = {r: label_of[key_of[p]] for r, p in zip(distinct, cleaned, strict=True)}
+        columns["candidate"] = [row_label[r] for r in raw]
     for name, values in kwarg_columns(
         [_clean(v) for v in (columns.get("agent_kwargs") or [None] * n)]
     ).items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -268,17 +268,15 @@ def trials_from_frame(
     if candidate is not None:
         columns["variant"] = columns["eval"] = _text(pdf[candidate])
     else:
-        columns["eval"] = [
-            "__".join([*(p for p in (a, m) if p), s or "adhoc"])
-            for a, m, s in zip(columns["agent"], columns["model"], columns["source"], strict=True)
-        ]
+        columns["eval"] = _each_distinct(
+            lambda a, m, s: "__".join([*(p for p in (a, m) if p), s or "adhoc"]),
+            columns["agent"], columns["model"], columns["source"])
     # One trial per (run, candidate, task, attempt): the candidate is ``eval`` and every
     # recorded part of the configuration ``eval`` does not spell out.
-    config = [
-        "\x1f".join("" if v is None else v for v in parts)
-        for parts in zip(columns["eval"], columns["agent_version"], columns["agent_kwargs"],
-                         columns["dataset"], columns["dataset_version"], strict=True)
-    ]
+    config = _each_distinct(
+        lambda *parts: "\x1f".join("" if v is None else v for v in parts),
+        columns["eval"], columns["agent_version"], columns["agent_kwargs"],
+        columns["dataset"], columns["dataset_version"])
     keys = pd.DataFrame({"run": columns["run"], "config": config, "task": columns["task_name"]})
     if attempt is not None:
         keys["attempt"] = _whole(pdf[attempt], attempt, minimum=1, what="an integer >= 1",
@@ -381,12 +379,22 @@ def _kwargs(series: Any, column: str) -> list[str | None]:
     return out
 
 
+def _each_distinct(fn: Callable[..., str], *columns: list[Any]) -> list[str]:
+    """``fn`` of each row's values of ``columns`` (text or None), computed once for each
+    distinct row: a table has few configurations and many trials."""
+    rows = list(zip(*columns, strict=True))
+    done = {row: fn(*row) for row in dict.fromkeys(rows)}
+    return [done[row] for row in rows]
+
+
 def _text(series: Any) -> list[str | None]:
     """A column as text, None where it is null; text with a lone UTF-16 surrogate (which no
     frame backend can hold) is refused naming the column and row."""
     na = series.isna().to_numpy()
     out = [None if missing else str(v) for v, missing in zip(series.tolist(), na, strict=True)]
-    for i, text in enumerate(out):
+    if not any(t is not None and _SURROGATE.search(t) for t in set(out)):
+        return out
+    for i, text in enumerate(out):  # the first bad row, for the message
         if text is not None and _SURROGATE.search(text):
             raise TrialSourceError(
                 f"trials_from_frame: column {series.name!r}, row {i}: {text[:80]!r} holds a "

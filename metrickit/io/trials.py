@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -265,7 +265,9 @@ def trial_table(
     error messages (else ``origin`` and the row's position)."""
     n = len(status)
     for column, cells in columns.items():
-        for i, value in enumerate(cells):
+        if not any(isinstance(v, str) and _SURROGATE.search(v) for v in _distinct(cells)):
+            continue
+        for i, value in enumerate(cells):  # the first bad row, for the message
             if isinstance(value, str) and _SURROGATE.search(value):
                 label = where[i] if where is not None else f"{origin}: row {i}"
                 raise error(
@@ -294,6 +296,15 @@ def trial_table(
     # Harbor aggregates each evaluation of each run on its own keys
     _missing_per_evaluation(list(zip(cols["run"], cols["eval"], strict=True)), values, kinds)
     return _frame(cols, status, keys, values, kinds, backend)
+
+
+def _distinct(cells: Sequence[Any]) -> Iterable[Any]:
+    """The distinct values of a column (each looked at once), or all of them where a value
+    cannot be hashed."""
+    try:
+        return set(cells)
+    except TypeError:
+        return cells
 
 
 def fill_runs(columns: dict[str, list[Any]], origin: str) -> None:

@@ -161,3 +161,17 @@ def test_concat_task_map_and_errors() -> None:
         concat_trials([a, pd.DataFrame({"x": [1]})])
     with pytest.raises(TrialSourceError, match="no tables"):
         concat_trials([])
+
+
+@pytest.mark.parametrize("column", ["model", "task", "run"])
+def test_a_lone_surrogate_is_refused_at_its_first_row(column):
+    # Each distinct text is looked at once; the message still names the first row holding
+    # it, whichever column it is in.
+    df = pd.DataFrame({"task": [f"t{i % 7}" for i in range(60)],
+                       "model": ["m1", "m2"] * 30, "run": ["r"] * 60,
+                       "ok": [1, 0, 1] * 20})
+    df[column] = df[column].astype(object)
+    df.loc[[41, 53], column] = "bad \ud800 text"
+    with pytest.raises(TrialSourceError,
+                       match=rf"column '{column}', row 41: 'bad \\ud800 text' holds a lone"):
+        mk.trials_from_frame(df, task="task", reward="ok", model="model", run="run")
