@@ -260,8 +260,12 @@ def string_dtype(values: Iterable[Any], default: Any = None) -> Any:
     """
     import pandas as pd
 
-    # One check of all the text at once: a lone surrogate stays one when joined.
-    joined = "".join([value for value in values if isinstance(value, str)])
+    # One check of all the distinct text at once: a lone surrogate stays one when joined.
+    try:
+        distinct: Iterable[Any] = set(values)
+    except TypeError:  # a value that cannot be hashed
+        distinct = values
+    joined = "".join([value for value in distinct if isinstance(value, str)])
     if joined.isascii() or is_utf8(joined):
         return default
     return pd.StringDtype("python")
