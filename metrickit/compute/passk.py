@@ -110,8 +110,8 @@ def _pass_hat_k_tasks(n: IntArray, c: IntArray, k: int) -> FloatArray:
 
 @dataclass(frozen=True)
 class _Outcome:
-    """A group's outcomes by task: each task's label (first seen first), trials ``n`` and
-    successes ``c``, all pass@k reads of them."""
+    """A group's outcomes by task: each task's label (first seen first), its trials ``n``
+    and its successes ``c``, which is all that pass@k reads of the trials."""
 
     tasks: Any  # object ndarray
     n: IntArray
