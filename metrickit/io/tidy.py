@@ -392,8 +392,8 @@ def _text(series: Any) -> list[str | None]:
     frame backend can hold) is refused naming the column and row."""
     na = series.isna().to_numpy()
     out = [None if missing else str(v) for v, missing in zip(series.tolist(), na, strict=True)]
-    if not any(t is not None and _SURROGATE.search(t) for t in set(out)):
-        return out
+    if not _SURROGATE.search("\n".join([t for t in set(out) if t is not None])):
+        return out  # one search of the distinct text joined (the pattern is one character)
     for i, text in enumerate(out):  # the first bad row, for the message
         if text is not None and _SURROGATE.search(text):
             raise TrialSourceError(
