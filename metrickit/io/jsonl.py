@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -60,6 +61,13 @@ _told_slow = False
 
 
 _SAMPLE_LINES = 200
+
+
+
+#: Blocks whose polars read is under way while this thread checks the block before them:
+#: two keep polars' pool busy between one read's end and the next one's start (one: 12 %
+#: slower on a 42 MB file, three: no faster; ``docs/guides/performance.md``).
+_READS_AHEAD = 2
 
 
 
@@ -140,12 +148,12 @@ def fast_blocks(
     its fast-path parse, or None where the caller must take the exact path, and the number
     of lines before it (its parsed lines still count from 1).
 
-    The fast path's thirds overlap: while a second thread runs polars' read of one block
-    (:func:`read_fast`), this one prepares the bytes of the next (:func:`prepare_fast`) and
-    then checks the block polars read before (:func:`check_fast`); the first block is read
-    while the second is prepared. polars and numpy both release the GIL, so they share the
-    cores (polars' read alone can keep two busy). A source of one block runs in the
-    caller's thread alone.
+    The fast path's thirds overlap: this thread prepares each block's bytes
+    (:func:`prepare_fast`) and hands it to a pool that runs polars' read
+    (:func:`read_fast`), then checks the oldest block read (:func:`check_fast`) while the
+    reads of the :data:`_READS_AHEAD` blocks after it go on, so polars always has a block
+    to read. polars and numpy both release the GIL, so they share the cores (polars' read
+    alone can keep two busy). A source of one block runs in the caller's thread alone.
     """
     if not polars_installed():
         yield from _exact_blocks(name, blocks)
@@ -155,56 +163,49 @@ def fast_blocks(
     # second read, never a wrong answer)
     keys: set[str] = set()
     pool: ThreadPoolExecutor | None = None
-
-    def finish(state: _Reading) -> FastRead | Parsed | None:
-        """polars' read of a block, awaited (or done here, for a block not begun)."""
-        if isinstance(state, Future):
-            return state.result()
-        if isinstance(state, FastBlock):
-            return read_fast(state, set(keys), dense_cells)
-        return state
-
+    pending: deque[tuple[bytes, _Reading]] = deque()  # oldest first
     offset = 0
-    reading: tuple[bytes, _Reading] | None = None  # the block before this one
+
+    def settle() -> tuple[bytes, Parsed | None]:
+        """The oldest block's read awaited (or done here, for a block not begun), checked."""
+        before, state = pending.popleft()
+        if isinstance(state, Future):
+            got: FastRead | Parsed | None = state.result()
+        elif isinstance(state, FastBlock):
+            got = read_fast(state, set(keys), dense_cells)
+        else:
+            got = state
+        if isinstance(got, FastRead):
+            if got.frame is not None:
+                keys.update(got.frame.columns)
+            return before, check_fast(got)
+        return before, got
+
     with ExitStack() as stack:
-
-        def second_thread() -> ThreadPoolExecutor:
-            nonlocal pool
-            if pool is None:
-                pool = stack.enter_context(
-                    ThreadPoolExecutor(1, thread_name_prefix="metrickit-read")
-                )
-            return pool
-
         for index, (raw, more) in enumerate(_ahead(blocks)):
             block = raw[len(BOM) :] if index == 0 and raw.startswith(BOM) else raw
             # A byte-order mark only counts at the start of the file; elsewhere it is part
             # of a (then invalid) line, and the exact path says so.
             here = None if BOM in block[:3] else prepare_fast(name, block, first=index == 0)
-            if reading is None:
-                # the first block: polars reads it while this thread prepares the second,
-                # if there is one (a source of one block is read here, in one thread)
-                if more and isinstance(here, FastBlock):
-                    reading = (block, second_thread().submit(read_fast, here, set(), dense_cells))
-                else:
-                    reading = (block, here)
-                continue
-            before, state = reading
-            got = finish(state)
-            if isinstance(got, FastRead) and got.frame is not None:
-                keys.update(got.frame.columns)
-            if isinstance(here, FastBlock):  # polars reads it in the second thread
-                reading = (block, second_thread().submit(read_fast, here, set(keys), dense_cells))
-            else:
-                reading = (block, here)
-            parsed = check_fast(got) if isinstance(got, FastRead) else got
+            state: _Reading = here
+            if isinstance(here, FastBlock) and (more or pending):
+                if pool is None:
+                    pool = stack.enter_context(
+                        ThreadPoolExecutor(_READS_AHEAD, thread_name_prefix="metrickit-read")
+                    )
+                state = pool.submit(read_fast, here, set(keys), dense_cells)
+            pending.append((block, state))
+            del block, here, state
+            while len(pending) > _READS_AHEAD:
+                before, parsed = settle()
+                yield before, parsed, offset
+                offset += parsed.newlines if parsed is not None else before.count(b"\n")
+                del before, parsed
+        while pending:
+            before, parsed = settle()
             yield before, parsed, offset
             offset += parsed.newlines if parsed is not None else before.count(b"\n")
-            del before, got, parsed  # the caller is done with them: free them before the next
-        if reading is not None:
-            before, state = reading
-            got = finish(state)
-            yield before, check_fast(got) if isinstance(got, FastRead) else got, offset
+            del before, parsed
 
 
 
@@ -554,7 +555,7 @@ class FastRead:
 
 
 
-#: A block on its way through :func:`fast_blocks`: polars reading it in the second thread,
+#: A block on its way through :func:`fast_blocks`: polars reading it in the reading pool,
 #: prepared and waiting, or already done (whitespace only; None for the exact path).
 _Reading = Future[FastRead | None] | FastBlock | Parsed | None
 
@@ -989,6 +990,13 @@ class _Scratch(threading.local):
         self.mask = np.empty(size, dtype=np.bool_)
         self.other = np.empty(size, dtype=np.bool_)
         self.f64 = np.empty(_GROUP_CELLS, dtype=np.float64)
+        self._block = np.empty(0, dtype=np.uint8)
+
+    def block(self, size: int) -> npt.NDArray[np.uint8]:
+        """A buffer of ``size`` bytes, kept for the next block (which is as large)."""
+        if len(self._block) < size:
+            self._block = np.empty(size, dtype=np.uint8)
+        return self._block[:size]
 
 
 

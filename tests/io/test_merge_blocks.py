@@ -99,13 +99,46 @@ def test_polars_reads_the_next_block_in_a_second_thread(monkeypatch) -> None:
     got = list(jsonl.fast_blocks("x", blocks, dense_cells=10**7))
     assert [block for block, _, _ in got] == blocks  # in order
     assert all(parsed is not None for _, parsed, _ in got)
-    # every block is read in the second thread: the first while the caller's thread
-    # prepares the second, the others while it checks the block before
+    # every block is read in the reading pool, while the caller's thread prepares the
+    # blocks after it and checks the blocks before
     assert all(name.startswith("metrickit-read") for name in threads)
     assert len(threads) == len(blocks)
     threads.clear()
     (only,) = jsonl.fast_blocks("x", [blocks[0]], dense_cells=10**7)
     assert only[1] is not None and threads == [threading.current_thread().name]
+
+
+def test_the_reads_of_the_next_blocks_are_under_way_while_one_is_checked(monkeypatch) -> None:
+    import metrickit.io.jsonl as jsonl
+
+    events: list[tuple[str, int]] = []
+    index: dict[int, int] = {}  # id of a prepared block -> its position
+    prepare_fast, check_fast = jsonl.prepare_fast, jsonl.check_fast
+
+    def preparing(name: str, data: bytes, *, first: bool = True) -> object:
+        position = sum(what == "prepare" for what, _ in events)
+        events.append(("prepare", position))
+        prepared = prepare_fast(name, data, first=first)
+        assert isinstance(prepared, jsonl.FastBlock)  # every block takes the fast path
+        index[id(prepared)] = position
+        return prepared
+
+    def checking(read: object) -> object:
+        events.append(("check", index[id(read.block)]))  # type: ignore[attr-defined]
+        return check_fast(read)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jsonl, "prepare_fast", preparing)
+    monkeypatch.setattr(jsonl, "check_fast", checking)
+    blocks = list(split_blocks(_sparse_lines(5, rows=3000, keys=6, per_row=3), 20_000))
+    assert len(blocks) > 4
+    list(jsonl.fast_blocks("x", blocks, dense_cells=10**7))
+    ahead = 2
+    # block k is checked once blocks k + 1 and k + 2 are prepared and handed to the pool
+    # (with one block ahead, polars' pool waits while a block is checked)
+    for k in range(len(blocks)):
+        prepared = events.index(("prepare", min(k + ahead, len(blocks) - 1)))
+        assert events.index(("check", k)) > prepared
+    assert [i for what, i in events if what == "check"] == list(range(len(blocks)))
 
 
 def test_an_error_in_the_reading_thread_reaches_the_caller(monkeypatch) -> None:
