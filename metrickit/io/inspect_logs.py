@@ -11,14 +11,19 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
     ``job`` the eval's ``run_id`` (one ``inspect eval`` call; all its logs share it).
 ``candidate``
     the label of the log's recorded configuration (``metrickit._core.identity``): logs of
-    one solver, model, solver arguments and task (version) pool, any difference keeps them
-    apart (``generate · gpt-4o · dataset=popularity``).
+    one solver, model, settings (below) and task (arguments, version) pool, any difference
+    keeps them apart (``generate · gpt-4o · dataset=popularity``,
+    ``generate · gpt-4o · generate.temperature=0.7``).
 ``agent_kwargs``, ``kwarg_<name>``
-    ``eval.solver_args`` (the arguments of a solver given to the eval) as canonical JSON,
-    one ``kwarg_<name>`` text column per argument; null without them.
+    the settings as canonical JSON, one ``kwarg_<name>`` text column each; null without
+    any: ``eval.solver_args`` (the arguments of a solver given to the eval) as they are,
+    ``eval.model_args`` as ``model_args.<name>``, and each field of
+    ``eval.model_generate_config`` that is set and changes the model's answers as
+    ``generate.<name>`` (:data:`OPERATIONAL_GENERATE` lists the ones that do not).
 ``dataset``, ``dataset_version``, ``harness_version``
-    the task name; ``eval.task_version`` as text; the ``inspect_ai`` version the log
-    records in ``eval.packages``. ``variant``: null.
+    the task name, followed by its ``eval.task_args`` when there are any
+    (``popularity[difficulty=hard]``); ``eval.task_version`` as text; the ``inspect_ai``
+    version the log records in ``eval.packages``. ``variant``: null.
 ``task_group``
     the sample's group, from its metadata (text): the key given as ``group=``; without
     it, the ``group_key`` of a ``grouped(...)`` metric the log's scorers record, else the
@@ -32,8 +37,9 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
     ``eval.model`` split at the first ``/`` as Harbor stores models (``openai/gpt-4o`` ->
     ``gpt-4o``, provider ``openai``).
 ``source``, ``eval``
-    ``source`` is the Inspect task name (``eval.task``); ``eval`` is Harbor's evaluation
-    key ``agent__model__source``.
+    ``source`` is the task as ``dataset`` names it (its arguments included: a task run with
+    other arguments is other tasks, whose samples never pair with these); ``eval`` is
+    Harbor's evaluation key ``agent__model__source``.
 ``task_name``, ``attempt``, ``trial_name``
     the sample id (as text), the epoch (1, 2, ...) and the sample's ``uuid``.
 ``_status``, ``has_reward``, ``reward_valid``
@@ -86,7 +92,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrickit._core.identity import canonical_kwargs
+from metrickit._core.identity import canonical_kwargs, kwarg_text
 from metrickit._core.schema import check_backend, eval_key
 from metrickit.errors import MetrickitWarning, TrialSourceError
 from metrickit.io.trials import (
@@ -255,13 +261,10 @@ def _read_one(
     location = _local(file)
     agent = _agent(header)
     model, provider = split_model(header.eval.model)
-    source = header.eval.task
-    solver_args = header.eval.solver_args
-    if solver_args is not None and not isinstance(solver_args, Mapping):
-        raise TrialSourceError(
-            f"{location}: eval.solver_args is {solver_args!r} ({type(solver_args).__name__}); "
-            "expected an object of the solver's arguments or null"
-        )
+    settings = _settings(header.eval, location)
+    source = _task_label(
+        header.eval.task, _arguments(header.eval.task_args, "task_args", location)
+    )
     version = header.eval.task_version
     base = empty_row()
     base.update(
@@ -273,7 +276,7 @@ def _read_one(
         agent=agent,
         model=model,
         model_provider=provider,
-        agent_kwargs=canonical_kwargs(dict(solver_args)) if solver_args else None,
+        agent_kwargs=canonical_kwargs(settings),
         dataset=source,
         dataset_version=None if version is None else str(version),
         harness_version=(header.eval.packages or {}).get("inspect_ai"),
@@ -355,6 +358,55 @@ def _read_one(
             MetrickitWarning,
             stacklevel=3,
         )
+
+
+#: Fields of Inspect's ``GenerateConfig`` that say how the model is called, not how it
+#: answers (retries, time-outs, connections, caching, batching, headers, and which
+#: log-probabilities are recorded): two runs that differ only in these are one candidate.
+OPERATIONAL_GENERATE = frozenset({
+    "max_retries", "timeout", "attempt_timeout", "stream_idle_timeout", "max_connections",
+    "adaptive_connections", "cache_prompt", "cache", "batch", "extra_headers", "logprobs",
+    "top_logprobs", "prompt_logprobs",
+})
+
+
+def _arguments(value: Any, field: str, location: str) -> dict[str, Any]:
+    """``eval.<field>`` (an object of arguments, or null) as a dict."""
+    if value is None:
+        return {}
+    if hasattr(value, "model_dump"):  # a pydantic model: the fields that were set
+        value = value.model_dump(exclude_none=True)
+    if not isinstance(value, Mapping):
+        raise TrialSourceError(
+            f"{location}: eval.{field} is {value!r} ({type(value).__name__}); expected an "
+            "object of arguments or null"
+        )
+    return dict(value)
+
+
+def _settings(spec: Any, location: str) -> dict[str, Any]:
+    """What the log records of how the system under test was configured, beyond its
+    solver, model and task: the solver's arguments as they are, the model's arguments as
+    ``model_args.<name>`` and each generation setting that changes the model's answers as
+    ``generate.<name>`` (``generate.temperature``). Two logs that differ in any of them are
+    two candidates."""
+    settings = _arguments(spec.solver_args, "solver_args", location)
+    for name, value in _arguments(spec.model_args, "model_args", location).items():
+        settings[f"model_args.{name}"] = value
+    generate = _arguments(spec.model_generate_config, "model_generate_config", location)
+    for name, value in generate.items():
+        if name not in OPERATIONAL_GENERATE:
+            settings[f"generate.{name}"] = value
+    return settings
+
+
+def _task_label(task: str, args: Mapping[str, Any]) -> str:
+    """The task's name, with its arguments when the eval was given any
+    (``popularity[difficulty=hard]``): a task run with other arguments is other tasks, so
+    its samples never pair with the plain task's, and its runs are another candidate."""
+    if not args:
+        return task
+    return f"{task}[{', '.join(f'{k}={kwarg_text(v)}' for k, v in sorted(args.items()))}]"
 
 
 #: metadata keys that name a sample's group when the log records no grouped() metric

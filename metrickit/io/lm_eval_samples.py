@@ -12,15 +12,18 @@ of :func:`metrickit.read_harbor_job`:
     (the ``<date>`` of its file names).
 ``candidate``
     the label of the run's recorded configuration (``metrickit._core.identity``): runs of
-    one model, model arguments and dataset pool, any difference keeps them apart. A run of
+    one model, settings (below) and dataset pool, any difference keeps them apart. A run of
     many subtasks is one candidate (its ``dataset`` is one).
 ``agent``, ``agent_version``, ``harness_version``
     ``"lm-eval"``, null, and the results file's ``lm_eval_version``: lm-eval is the
     harness, so its version is not part of the configuration.
 ``agent_kwargs``, ``kwarg_<name>``
-    ``config.model_args`` as canonical JSON (an object as lm-eval >= 0.4.5 writes it; the
-    older ``pretrained=x,dtype=float16`` text parsed into its pairs), one ``kwarg_<name>``
-    text column per argument: two runs with different model arguments never pool.
+    the run's settings as canonical JSON, one ``kwarg_<name>`` text column each: two runs
+    with different settings never pool. ``config.model_args`` (an object as lm-eval >= 0.4.5
+    writes it; the older ``pretrained=x,dtype=float16`` text parsed into its pairs),
+    ``config.gen_kwargs`` as ``gen_kwargs.<name>`` (``gen_kwargs.temperature``), and the
+    few-shot count of ``n-shot`` as ``num_fewshot`` (``num_fewshot.<task>`` when the run's
+    tasks differ).
 ``dataset``, ``dataset_version``, ``task_group``
     the run's top-level lm-eval groups (from ``group_subtasks``) and the tasks outside any
     group, sorted and joined with ``+`` (mmlu's 57 subtasks: ``mmlu``; ``--tasks
@@ -220,7 +223,7 @@ def _read_run(
         agent_version=None,
         model=model,
         model_provider=config.get("model"),
-        agent_kwargs=canonical_kwargs(_model_args(results_file, config.get("model_args"))),
+        agent_kwargs=canonical_kwargs(_settings(results_file, results, config, tasks)),
         dataset=_dataset(tasks, parent),
         dataset_version=_version(results_file, results.get("versions"), tasks, parent),
         harness_version=version,
@@ -285,22 +288,48 @@ def _version(
     return None
 
 
-def _model_args(results_file: Path, model_args: Any) -> dict[str, Any] | None:
-    """``config.model_args`` as a dict: lm-eval >= 0.4.5 writes an object, earlier ones the
-    ``--model_args`` text (``pretrained=x,dtype=float16``), parsed into its pairs; text
-    that is not such pairs is kept whole as ``{"model_args": text}``."""
-    if model_args is None or model_args == "":
-        return None
-    if isinstance(model_args, dict):
-        return model_args
-    if isinstance(model_args, str):
-        pairs = [part.partition("=") for part in model_args.split(",") if part.strip()]
+def _settings(results_file: Path, results: dict[str, Any], config: dict[str, Any],
+              tasks: list[str]) -> dict[str, Any]:
+    """What the run records of how the model was set up: ``config.model_args`` as they are,
+    ``config.gen_kwargs`` (``--gen_kwargs``) as ``gen_kwargs.<name>``, and the number of
+    few-shot examples from ``n-shot`` as ``num_fewshot`` (``num_fewshot.<task>`` when the
+    tasks differ). Two runs that differ in any of them are two candidates; seeds, batch size
+    and device are how the run was made, not what was evaluated."""
+    settings = _arguments(results_file, "config.model_args", config.get("model_args"))
+    gen = _arguments(results_file, "config.gen_kwargs", config.get("gen_kwargs"))
+    settings.update({f"gen_kwargs.{name}": value for name, value in gen.items()})
+    shots = results.get("n-shot")
+    if shots is None:
+        return settings
+    if not isinstance(shots, dict):
+        raise TrialSourceError(
+            f"{results_file}: field 'n-shot' is {describe_value(shots)}; expected an object "
+            "of each task's number of few-shot examples"
+        )
+    mine = {task: shots[task] for task in tasks if task in shots}
+    if len(set(map(repr, mine.values()))) == 1:
+        settings["num_fewshot"] = next(iter(mine.values()))
+    else:
+        settings.update({f"num_fewshot.{task}": n for task, n in sorted(mine.items())})
+    return settings
+
+
+def _arguments(results_file: Path, field: str, value: Any) -> dict[str, Any]:
+    """An argument field as a dict: lm-eval >= 0.4.5 writes an object, earlier ones the
+    command line's text (``pretrained=x,dtype=float16``), parsed into its pairs; text that
+    is not such pairs is kept whole under the field's own name."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
         if pairs and all(sep and key.strip() for key, sep, _ in pairs):
-            return {key.strip(): value.strip() for key, _, value in pairs}
-        return {"model_args": model_args}
+            return {key.strip(): part.strip() for key, _, part in pairs}
+        return {field.rpartition(".")[2]: value}
     raise TrialSourceError(
-        f"{results_file}: field 'config.model_args' is {model_args!r} "
-        f"({type(model_args).__name__}); expected an object or key=value text"
+        f"{results_file}: field {field!r} is {value!r} "
+        f"({type(value).__name__}); expected an object or key=value text"
     )
 
 

@@ -266,11 +266,16 @@ def test_inspect_real_logs_fill_the_identity_columns() -> None:
     for h in with_samples:
         rows = t[t["run"] == h.eval.eval_id]
         assert set(rows["job"]) == {h.eval.run_id}
-        assert set(rows["dataset"]) == {h.eval.task} == set(rows["source"])
+        # a task's arguments join its name: other arguments, other tasks
+        args = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+                         for k, v in sorted(h.eval.task_args.items()))
+        task = f"{h.eval.task}[{args}]" if args else h.eval.task
+        assert set(rows["dataset"]) == {task} == set(rows["source"])
         assert set(rows["dataset_version"]) == {str(h.eval.task_version)}
         assert set(rows["harness_version"]) == {h.eval.packages["inspect_ai"]}
         assert set(rows["format"]) == {"inspect"}
     assert t["candidate"].nunique() == 4
+    assert "inspect_evals/mmlu_0_shot[cot=false, language=EN_US, subjects=[]]" in set(t["source"])
     # one solver and model on two tasks: two candidates, told apart by the dataset
     same = t[t["model"] == "gpt-4o-mini"]
     assert sorted(same["candidate"].unique()) == [
@@ -340,8 +345,9 @@ def test_lm_eval_run_is_one_candidate_of_its_tasks(lm_eval_runs: dict[str, Path]
     assert t["dataset_version"].isna().all()  # "Yaml": lm-eval's placeholder, no version
     assert set(t["harness_version"]) == {results["lm_eval_version"]}
     assert set(t["format"]) == {"lm-eval"}
-    assert set(t["agent_kwargs"]) == {'{"pretrained":"tiny/dummy-lm"}'}
+    assert set(t["agent_kwargs"]) == {'{"num_fewshot":0,"pretrained":"tiny/dummy-lm"}'}
     assert set(t["kwarg_pretrained"]) == {"tiny/dummy-lm"}
+    assert set(t["kwarg_num_fewshot"]) == {"0"}
 
 
 @pytest.mark.slow
@@ -378,6 +384,48 @@ def test_lm_eval_runs_with_different_model_args_never_pool(
     (copy / results_file.name).write_text(json.dumps(same))
     pooled = mk.read_lm_eval_samples([out, copy.parent])
     assert pooled["run"].nunique() == 2 and pooled["candidate"].nunique() == 1
+
+
+@pytest.mark.slow
+def test_lm_eval_runs_with_other_generation_or_shots_never_pool(
+    lm_eval_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    # a temperature sweep (--gen_kwargs) and a few-shot sweep (--num_fewshot) are one
+    # candidate per setting; a seed or batch size is how the run was made, and pools
+    out = lm_eval_runs["plain"]
+    (results_file,) = out.rglob("results_*.json")
+    plain = json.loads(results_file.read_text())
+
+    def variant(name: str, change: Any) -> Path:
+        copy = tmp_path / name / results_file.parent.name
+        shutil.copytree(results_file.parent, copy)
+        results = json.loads(json.dumps(plain))
+        change(results)
+        (copy / results_file.name).write_text(json.dumps(results))
+        return copy.parent
+
+    folders = {
+        "warm": variant("warm", lambda r: r["config"].update(gen_kwargs="temperature=0.7")),
+        "warm2": variant("warm2", lambda r: r["config"].update(gen_kwargs={"temperature": "0.7"})),
+        "shots": variant("shots", lambda r: r["n-shot"].update({t: 5 for t in r["n-shot"]})),
+        "mixed": variant("mixed", lambda r: r["n-shot"].update(tiny_mc=5)),
+        "seed": variant("seed", lambda r: r["config"].update(random_seed=7, batch_size=8)),
+    }
+    t = mk.read_lm_eval_samples([out, *folders.values()])
+    run = {name: str(next(folder.rglob("results_*.json"))) for name, folder in folders.items()}
+    run["plain"] = str(results_file)
+    candidate = t.groupby("run", observed=True)["candidate"].first()
+    assert candidate[run["warm"]] == candidate[run["warm2"]]  # text and object alike
+    assert candidate[run["seed"]] == candidate[run["plain"]]
+    assert len({candidate[run[n]] for n in ("plain", "warm", "shots", "mixed")}) == 4
+    kwargs = {r: json.loads(text)
+              for r, text in t.drop_duplicates("run").set_index("run")["agent_kwargs"].items()}
+    assert kwargs[run["warm"]]["gen_kwargs.temperature"] == "0.7"
+    assert kwargs[run["shots"]]["num_fewshot"] == 5
+    assert {k: v for k, v in kwargs[run["mixed"]].items() if k.startswith("num_")} == {
+        "num_fewshot.tiny_gen": 0, "num_fewshot.tiny_mc": 5}
+    # the same documents, so the sweep's runs pair task by task
+    assert mk.compare_runs(t, run["plain"], run["shots"], by="run", value="acc").n_tasks > 0
 
 
 # --- tidy tables -------------------------------------------------------------------------

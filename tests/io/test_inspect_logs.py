@@ -251,3 +251,69 @@ def test_metrickit_summarize_reads_an_inspect_log(logs: dict[str, Path]) -> None
     assert out.stdout.startswith(f"Inspect AI log {log}: {len(trials)} trial(s)")
     for label in trials["candidate"].unique():
         assert f"\n{label}\n" in out.stdout
+
+
+def _variants(logs: dict[str, Path], folder: Path, changes: dict[str, Any]) -> None:
+    """Copies of the ``mockllm/model`` log, each a run of its own (a new ``eval_id``), with
+    its header changed as ``changes`` says (name -> function of the log's ``eval`` spec)."""
+    from inspect_ai.log import list_eval_logs, read_eval_log, write_eval_log
+
+    (info,) = [i for i in list_eval_logs(str(logs["eval"]))
+               if read_eval_log(i, header_only=True).eval.model == "mockllm/model"]
+    folder.mkdir()
+    for name, change in changes.items():
+        log = read_eval_log(info)
+        log.eval.eval_id = f"run-{name}"
+        change(log.eval)
+        write_eval_log(log, str(folder / f"2025-01-01T00-00-00+00-00_tiny_{name}.eval"))
+
+
+def test_a_recorded_setting_that_changes_answers_keeps_runs_apart(
+    logs: dict[str, Path], tmp_path: Path
+) -> None:
+    # a temperature sweep, a model argument and a task argument are other candidates; a
+    # retry or connection setting (how the model is called) is not
+    def temperature(value: float) -> Any:
+        return lambda spec: setattr(spec.model_generate_config, "temperature", value)
+
+    def connections(spec: Any) -> None:
+        spec.model_generate_config.max_connections = 3
+
+    _variants(logs, tmp_path / "logs", {
+        "plain": lambda spec: None,
+        "connections": connections,
+        "cold": temperature(0.0),
+        "cold2": temperature(0.0),
+        "warm": temperature(0.7),
+        "device": lambda spec: spec.model_args.update(device="cpu"),
+        "hard": lambda spec: spec.task_args.update(difficulty="hard", n=3),
+    })
+    trials = read_inspect_log(tmp_path / "logs")
+    runs = trials.groupby("run", observed=True)["candidate"].first()
+    assert runs["run-plain"] == runs["run-connections"]
+    assert runs["run-cold"] == runs["run-cold2"]
+    assert len({runs[r] for r in ("run-plain", "run-cold", "run-warm", "run-device",
+                                  "run-hard")}) == 5
+    assert "generate.temperature=0.7" in runs["run-warm"]
+    settings = trials.drop_duplicates("run").set_index("run")
+    kwargs = {run: json.loads(text) for run, text in settings["agent_kwargs"].items()}
+    # the fixture's mockllm got a callable, which the log records as null
+    base = {"model_args.custom_outputs": None}
+    assert kwargs["run-plain"] == kwargs["run-connections"] == base
+    assert kwargs["run-warm"] == base | {"generate.temperature": 0.7}
+    assert kwargs["run-device"] == base | {"model_args.device": "cpu"}
+    assert settings.loc["run-warm", "kwarg_generate.temperature"] == "0.7"
+    assert pd_isna(settings.loc["run-plain", "kwarg_generate.temperature"])
+    # a task run with other arguments is other tasks: nothing pairs with the plain task
+    assert settings.loc["run-hard", "source"] == "tiny[difficulty=hard, n=3]"
+    assert settings.loc["run-hard", "dataset"] == "tiny[difficulty=hard, n=3]"
+    warm = mk.compare_runs(trials, "run-plain", "run-warm", by="run", value="exact")
+    assert warm.n_tasks == 4
+    with pytest.raises(ValueError, match="task"):
+        mk.compare_runs(trials, "run-plain", "run-hard", by="run", value="exact")
+
+
+def pd_isna(value: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
