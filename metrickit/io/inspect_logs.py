@@ -17,9 +17,11 @@ epoch, with the columns of :func:`metrickit.read_harbor_job`:
 ``agent_kwargs``, ``kwarg_<name>``
     the settings as canonical JSON, one ``kwarg_<name>`` text column each; null without
     any: ``eval.solver_args`` (the arguments of a solver given to the eval) as they are,
-    ``eval.model_args`` as ``model_args.<name>``, and each field of
+    ``eval.model_args`` as ``model_args.<name>``, each field of
     ``eval.model_generate_config`` that is set and changes the model's answers as
-    ``generate.<name>`` (:data:`OPERATIONAL_GENERATE` lists the ones that do not).
+    ``generate.<name>`` (:data:`OPERATIONAL_GENERATE` lists the ones that do not), and
+    each of ``eval.model_roles`` (a grader's model) as ``model_roles.<role>.model``, its
+    settings under the same prefix.
 ``dataset``, ``dataset_version``, ``harness_version``
     the task name, followed by its ``eval.task_args`` when there are any
     (``popularity[difficulty=hard]``); ``eval.task_version`` as text; the ``inspect_ai``
@@ -387,16 +389,38 @@ def _arguments(value: Any, field: str, location: str) -> dict[str, Any]:
 def _settings(spec: Any, location: str) -> dict[str, Any]:
     """What the log records of how the system under test was configured, beyond its
     solver, model and task: the solver's arguments as they are, the model's arguments as
-    ``model_args.<name>`` and each generation setting that changes the model's answers as
-    ``generate.<name>`` (``generate.temperature``). Two logs that differ in any of them are
-    two candidates."""
+    ``model_args.<name>``, each generation setting that changes the model's answers as
+    ``generate.<name>`` (``generate.temperature``), and the models of other roles (a
+    grader) as ``model_roles.<role>.model`` with their own settings under the same prefix.
+    Two logs that differ in any of them are two candidates."""
     settings = _arguments(spec.solver_args, "solver_args", location)
-    for name, value in _arguments(spec.model_args, "model_args", location).items():
-        settings[f"model_args.{name}"] = value
-    generate = _arguments(spec.model_generate_config, "model_generate_config", location)
-    for name, value in generate.items():
-        if name not in OPERATIONAL_GENERATE:
-            settings[f"generate.{name}"] = value
+    settings.update(_model_settings("", spec.model_args, spec.model_generate_config, location))
+    roles = getattr(spec, "model_roles", None) or {}
+    if not isinstance(roles, Mapping):
+        raise TrialSourceError(
+            f"{location}: eval.model_roles is {roles!r} ({type(roles).__name__}); expected an "
+            "object of each role's model or null"
+        )
+    for role, configs in sorted(roles.items()):
+        many = isinstance(configs, list)
+        for i, config in enumerate(configs if many else [configs]):
+            prefix = f"model_roles.{role}" + (f"[{i}]" if many else "")
+            model = _arguments(config, prefix, location)
+            settings[f"{prefix}.model"] = model.get("model")
+            settings.update(
+                _model_settings(f"{prefix}.", model.get("args"), model.get("config"), location)
+            )
+    return settings
+
+
+def _model_settings(prefix: str, args: Any, generate: Any, location: str) -> dict[str, Any]:
+    """A model's arguments and the generation settings that change its answers, named
+    ``<prefix>model_args.<name>`` and ``<prefix>generate.<name>``."""
+    settings = {f"{prefix}model_args.{name}": value
+                for name, value in _arguments(args, f"{prefix}model_args", location).items()}
+    config = _arguments(generate, f"{prefix}model_generate_config", location)
+    settings.update({f"{prefix}generate.{name}": value for name, value in config.items()
+                     if name not in OPERATIONAL_GENERATE})
     return settings
 
 

@@ -279,6 +279,13 @@ def test_a_recorded_setting_that_changes_answers_keeps_runs_apart(
     def connections(spec: Any) -> None:
         spec.model_generate_config.max_connections = 3
 
+    def grader(spec: Any) -> None:
+        from inspect_ai.model import GenerateConfig
+        from inspect_ai.model._model_config import ModelConfig
+
+        spec.model_roles = {"grader": ModelConfig(
+            model="mockllm/judge", config=GenerateConfig(temperature=0.0, max_retries=2))}
+
     _variants(logs, tmp_path / "logs", {
         "plain": lambda spec: None,
         "connections": connections,
@@ -287,13 +294,14 @@ def test_a_recorded_setting_that_changes_answers_keeps_runs_apart(
         "warm": temperature(0.7),
         "device": lambda spec: spec.model_args.update(device="cpu"),
         "hard": lambda spec: spec.task_args.update(difficulty="hard", n=3),
+        "judged": grader,
     })
     trials = read_inspect_log(tmp_path / "logs")
     runs = trials.groupby("run", observed=True)["candidate"].first()
     assert runs["run-plain"] == runs["run-connections"]
     assert runs["run-cold"] == runs["run-cold2"]
     assert len({runs[r] for r in ("run-plain", "run-cold", "run-warm", "run-device",
-                                  "run-hard")}) == 5
+                                  "run-hard", "run-judged")}) == 6
     assert "generate.temperature=0.7" in runs["run-warm"]
     settings = trials.drop_duplicates("run").set_index("run")
     kwargs = {run: json.loads(text) for run, text in settings["agent_kwargs"].items()}
@@ -302,6 +310,8 @@ def test_a_recorded_setting_that_changes_answers_keeps_runs_apart(
     assert kwargs["run-plain"] == kwargs["run-connections"] == base
     assert kwargs["run-warm"] == base | {"generate.temperature": 0.7}
     assert kwargs["run-device"] == base | {"model_args.device": "cpu"}
+    assert kwargs["run-judged"] == base | {"model_roles.grader.model": "mockllm/judge",
+                                           "model_roles.grader.generate.temperature": 0.0}
     assert settings.loc["run-warm", "kwarg_generate.temperature"] == "0.7"
     assert pd_isna(settings.loc["run-plain", "kwarg_generate.temperature"])
     # a task run with other arguments is other tasks: nothing pairs with the plain task
