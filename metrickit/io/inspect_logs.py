@@ -395,13 +395,7 @@ def _settings(spec: Any, location: str) -> dict[str, Any]:
     Two logs that differ in any of them are two candidates."""
     settings = _arguments(spec.solver_args, "solver_args", location)
     settings.update(_model_settings("", spec.model_args, spec.model_generate_config, location))
-    roles = getattr(spec, "model_roles", None) or {}
-    if not isinstance(roles, Mapping):
-        raise TrialSourceError(
-            f"{location}: eval.model_roles is {roles!r} ({type(roles).__name__}); expected an "
-            "object of each role's model or null"
-        )
-    for role, configs in sorted(roles.items()):
+    for role, configs in sorted(_arguments(spec.model_roles, "model_roles", location).items()):
         many = isinstance(configs, list)
         for i, config in enumerate(configs if many else [configs]):
             prefix = f"model_roles.{role}" + (f"[{i}]" if many else "")

@@ -166,8 +166,10 @@ def fast_blocks(
     pending: deque[tuple[bytes, _Reading]] = deque()  # oldest first
     offset = 0
 
-    def settle() -> tuple[bytes, Parsed | None]:
-        """The oldest block's read awaited (or done here, for a block not begun), checked."""
+    def settle() -> tuple[bytes, Parsed | None, int]:
+        """The oldest block's read awaited (or done here, for a block not begun) and
+        checked, with the number of lines before it."""
+        nonlocal offset
         before, state = pending.popleft()
         if isinstance(state, Future):
             got: FastRead | Parsed | None = state.result()
@@ -178,8 +180,10 @@ def fast_blocks(
         if isinstance(got, FastRead):
             if got.frame is not None:
                 keys.update(got.frame.columns)
-            return before, check_fast(got)
-        return before, got
+            got = check_fast(got)
+        start = offset
+        offset += got.newlines if got is not None else before.count(b"\n")
+        return before, got, start
 
     with ExitStack() as stack:
         for index, (raw, more) in enumerate(_ahead(blocks)):
@@ -197,15 +201,9 @@ def fast_blocks(
             pending.append((block, state))
             del block, here, state
             while len(pending) > _READS_AHEAD:
-                before, parsed = settle()
-                yield before, parsed, offset
-                offset += parsed.newlines if parsed is not None else before.count(b"\n")
-                del before, parsed
+                yield settle()
         while pending:
-            before, parsed = settle()
-            yield before, parsed, offset
-            offset += parsed.newlines if parsed is not None else before.count(b"\n")
-            del before, parsed
+            yield settle()
 
 
 
@@ -990,13 +988,6 @@ class _Scratch(threading.local):
         self.mask = np.empty(size, dtype=np.bool_)
         self.other = np.empty(size, dtype=np.bool_)
         self.f64 = np.empty(_GROUP_CELLS, dtype=np.float64)
-        self._block = np.empty(0, dtype=np.uint8)
-
-    def block(self, size: int) -> npt.NDArray[np.uint8]:
-        """A buffer of ``size`` bytes, kept for the next block (which is as large)."""
-        if len(self._block) < size:
-            self._block = np.empty(size, dtype=np.uint8)
-        return self._block[:size]
 
 
 
